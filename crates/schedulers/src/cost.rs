@@ -1,0 +1,100 @@
+use dag_model::Weights;
+use serde::{Deserialize, Serialize};
+
+/// Costs of the phases of a task and of the edges between them, in one consistent time unit.
+///
+/// Uncalibrated, the unit is "the compute of one full tile" (compute = 1) and the numbers are the paper's
+/// idealized ones. A calibrated cost file (later) fills the same fields in microseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct CostModel {
+    /// Compute phase of a fully unmasked tile (recompute S and P, four of the five products).
+    pub compute: f64,
+    /// Compute phase of a partially masked tile (diagonal, partial last tile); `None` means `compute`.
+    pub compute_partial: Option<f64>,
+    /// Scale each tile's compute cost by its unmasked fraction.
+    pub scale_by_fraction: bool,
+    /// Adding one dQ partial into the FP32 accumulator.
+    pub reduce: f64,
+    /// Latency of one semaphore hand-off: from a rank's release to the next rank's reduce start.
+    pub handoff: f64,
+    /// Per-unit work before the first task (loading K and V).
+    pub unit_start: f64,
+    /// Per-unit work after the last task (writing dK and dV).
+    pub unit_finish: f64,
+    /// Adding one dK/dV partial into the accumulator of a KV head (GQA only).
+    pub dkv_reduce: f64,
+}
+
+impl CostModel {
+    /// The paper's idealized costs: constant compute `c`, reduce `r`, free edges and no overheads.
+    pub fn ideal(c: f64, r: f64) -> Self {
+        CostModel {
+            compute: c,
+            compute_partial: None,
+            scale_by_fraction: false,
+            reduce: r,
+            handoff: 0.0,
+            unit_start: 0.0,
+            unit_finish: 0.0,
+            dkv_reduce: r,
+        }
+    }
+
+    /// Checks that every cost is finite and not negative.
+    pub fn check(&self) -> Result<(), crate::ScheduleError> {
+        let fields = [
+            ("compute", Some(self.compute)),
+            ("compute-partial", self.compute_partial),
+            ("reduce", Some(self.reduce)),
+            ("handoff", Some(self.handoff)),
+            ("unit-start", Some(self.unit_start)),
+            ("unit-finish", Some(self.unit_finish)),
+            ("dkv-reduce", Some(self.dkv_reduce)),
+        ];
+        for (name, value) in fields {
+            if let Some(v) = value
+                && (!v.is_finite() || v < 0.0)
+            {
+                return Err(crate::ScheduleError::BadCost { name, value: v });
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Default for CostModel {
+    fn default() -> Self {
+        CostModel::ideal(1.0, 0.25)
+    }
+}
+
+impl Weights for CostModel {
+    #[inline]
+    fn compute(&self, fraction: f32) -> f64 {
+        let base = match self.compute_partial {
+            Some(partial) if fraction < 1.0 => partial,
+            _ => self.compute,
+        };
+        if self.scale_by_fraction { base * fraction as f64 } else { base }
+    }
+    #[inline]
+    fn reduce(&self) -> f64 {
+        self.reduce
+    }
+    #[inline]
+    fn handoff(&self) -> f64 {
+        self.handoff
+    }
+    #[inline]
+    fn unit_start(&self) -> f64 {
+        self.unit_start
+    }
+    #[inline]
+    fn unit_finish(&self) -> f64 {
+        self.unit_finish
+    }
+    #[inline]
+    fn dkv_reduce(&self) -> f64 {
+        self.dkv_reduce
+    }
+}

@@ -1,0 +1,33 @@
+use dag_model::{ModelError, OrderDefect};
+use thiserror::Error;
+
+/// Why a schedule cannot be built, validated or simulated.
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum ScheduleError {
+    #[error(transparent)]
+    Model(#[from] ModelError),
+    #[error("invalid schedule: {0}")]
+    Defect(#[from] OrderDefect),
+    #[error("{schedule} needs {needs} (got {got}); {hint}")]
+    NotApplicable { schedule: &'static str, needs: &'static str, got: String, hint: &'static str },
+    #[error("the machine must have at least one SM")]
+    NoSms,
+    #[error("cost {name} must be a finite number >= 0 (got {value})")]
+    BadCost { name: &'static str, value: f64 },
+    #[error(
+        "deadlock on {sms} SMs ({launch} launch): unit {unit} (bh {bh}) waits for rank {rank} of {tile_kind} tile {tile}, \
+         whose rank {next} belongs to unit {holder}, which {holder_state}"
+    )]
+    Deadlock {
+        sms: u32,
+        launch: &'static str,
+        unit: usize,
+        bh: u32,
+        tile_kind: &'static str,
+        tile: u32,
+        rank: u32,
+        next: u32,
+        holder: usize,
+        holder_state: &'static str,
+    },
+}

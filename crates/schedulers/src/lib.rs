@@ -1,0 +1,28 @@
+//! Schedules of the deterministic attention backward and their evaluation.
+//!
+//! A schedule fixes (1) the launch order of work units, (2) each unit's visit order and (3) every dQ tile's
+//! accumulation order. This crate builds the built-in schedules of `docs/model.md` (naive, descending, spt,
+//! shift, symmetric-shift), validates any schedule (structure, acyclicity, deadlock freedom on P SMs), and
+//! evaluates it: critical path, lower bounds, and a discrete-event simulation on a finite machine.
+//!
+//! It does no I/O: no files, no environment, no printing. Inputs and outputs are plain values.
+
+mod bounds;
+mod builtin;
+mod cost;
+mod error;
+mod evaluate;
+mod machine;
+mod schedule;
+mod simulate;
+
+pub use bounds::Bounds;
+pub use builtin::ScheduleKind;
+pub use cost::CostModel;
+pub use error::ScheduleError;
+pub use evaluate::{Evaluation, EvaluationSummary, evaluate};
+pub use machine::{LaunchPolicy, Machine};
+pub use schedule::Schedule;
+pub use simulate::{Segment, SegmentKind, Simulation, SmStats, simulate};
+
+pub use dag_model::{Mask, Order, Problem, ProblemSpec, TileMask, Unit, Visit};

@@ -1,0 +1,102 @@
+use std::sync::Arc;
+
+use dag_model::{Mask, Order, Problem, TileMask, Unit, critical_path};
+
+use crate::{CostModel, Machine, ScheduleError, Simulation, simulate};
+
+/// A validated schedule: its order covers every active tile once, its ranks are permutations, its DAG is
+/// acyclic, and it runs to completion on its machine under the cost model it was validated with.
+///
+/// The only way to obtain one is `Schedule::validate` (the built-in constructors go through it too), so code
+/// that holds a `Schedule` may generate a kernel from it without re-checking.
+#[derive(Debug, Clone)]
+pub struct Schedule {
+    name: String,
+    problem: Problem,
+    mask: Mask,
+    tile_mask: Arc<TileMask>,
+    machine: Machine,
+    order: Order,
+    /// What validation computed, kept so that evaluating under the same costs does not repeat it.
+    validation: Arc<Validation>,
+}
+
+#[derive(Debug)]
+pub(crate) struct Validation {
+    pub costs: CostModel,
+    pub critical_path: f64,
+    pub simulation: Simulation,
+}
+
+impl Schedule {
+    /// Checks `order` against the problem, its DAG and the machine, and wraps it.
+    pub fn validate(
+        name: impl Into<String>,
+        problem: Problem,
+        mask: Mask,
+        tile_mask: Arc<TileMask>,
+        machine: Machine,
+        costs: &CostModel,
+        order: Order,
+    ) -> Result<Schedule, ScheduleError> {
+        if machine.sms == 0 {
+            return Err(ScheduleError::NoSms);
+        }
+        costs.check()?;
+        order.check(&problem, &tile_mask)?;
+        let cp = critical_path(&problem, &order, costs)?.length;
+        let placeholder = Arc::new(Validation {
+            costs: *costs,
+            critical_path: cp,
+            simulation: Simulation::default(),
+        });
+        let mut schedule = Schedule { name: name.into(), problem, mask, tile_mask, machine, order, validation: placeholder };
+        let simulation = simulate(&schedule, costs, false)?;
+        schedule.validation = Arc::new(Validation { costs: *costs, critical_path: cp, simulation });
+        Ok(schedule)
+    }
+
+    /// The critical path and simulation computed at validation, if `costs` are the ones it used.
+    pub(crate) fn validated_under(&self, costs: &CostModel) -> Option<&Validation> {
+        (self.validation.costs == *costs).then_some(&*self.validation)
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    pub fn problem(&self) -> &Problem {
+        &self.problem
+    }
+    pub fn mask(&self) -> &Mask {
+        &self.mask
+    }
+    pub fn tile_mask(&self) -> &TileMask {
+        &self.tile_mask
+    }
+    pub fn machine(&self) -> Machine {
+        self.machine
+    }
+    pub fn order(&self) -> &Order {
+        &self.order
+    }
+    /// Units in launch order.
+    pub fn units(&self) -> &[Unit] {
+        &self.order.units
+    }
+    /// Number of tasks (visited tiles) over all units.
+    pub fn tasks(&self) -> u64 {
+        self.order.tasks()
+    }
+
+    /// The accumulation order of dQ tile (bh, q): its contributing KV tiles, rank 0 first.
+    pub fn rank_list(&self, bh: u32, q: u32) -> Vec<u32> {
+        let mut list: Vec<(u32, u32)> = self
+            .units()
+            .iter()
+            .filter(|u| u.bh == bh)
+            .flat_map(|u| u.visits.iter().filter(|v| v.q as u32 == q).map(|v| (v.rank as u32, v.kv as u32)))
+            .collect();
+        list.sort_unstable();
+        list.into_iter().map(|(_, kv)| kv).collect()
+    }
+}
