@@ -50,7 +50,11 @@ pub struct Unit {
 impl Unit {
     /// The KV tiles of this unit in the order it holds them; each one's visits form one contiguous run.
     pub fn kv_runs(&self) -> impl Iterator<Item = u32> + '_ {
-        self.visits.iter().enumerate().filter(|(i, v)| *i == 0 || self.visits[i - 1].kv != v.kv).map(|(_, v)| v.kv as u32)
+        self.visits
+            .iter()
+            .enumerate()
+            .filter(|(i, v)| *i == 0 || self.visits[i - 1].kv != v.kv)
+            .map(|(_, v)| v.kv as u32)
     }
 }
 
@@ -115,8 +119,9 @@ impl Order {
         let mut visited = BitSet::new(bh_count as usize * active);
         let mut rank_seen = BitSet::new(bh_count as usize * active);
         // Columns whose active Q tiles are one run (full, causal, windows) locate a tile without a search.
-        let run_start: Vec<Option<u32>> =
-            (0..n).map(|kv| mask.column_is_contiguous(kv).then(|| mask.column(kv).first().copied()).flatten()).collect();
+        let run_start: Vec<Option<u32>> = (0..n)
+            .map(|kv| mask.column_is_contiguous(kv).then(|| mask.column(kv).first().copied()).flatten())
+            .collect();
         let mut kv_owner = vec![u32::MAX; bh_count as usize * n as usize];
         for (ui, unit) in self.units.iter().enumerate() {
             if unit.bh >= bh_count {

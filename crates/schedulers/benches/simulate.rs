@@ -32,7 +32,9 @@ fn bench(c: &mut Criterion) {
         for kind in [ScheduleKind::Naive, ScheduleKind::Descending, ScheduleKind::SymmetricShift] {
             let s = kind.build(p, Mask::Causal, tm.clone(), machine, &costs).unwrap();
             group.throughput(Throughput::Elements(s.tasks()));
-            group.bench_function(format!("simulate/{}", kind.name()), |b| b.iter(|| simulate(&s, &costs, false).unwrap()));
+            group.bench_function(format!("simulate/{}", kind.name()), |b| {
+                b.iter(|| simulate(&s, &costs, false).unwrap())
+            });
             group.bench_function(format!("critical-path/{}", kind.name()), |b| {
                 b.iter(|| critical_path(s.problem(), s.order(), &costs).unwrap())
             });

@@ -45,12 +45,9 @@ impl Schedule {
         costs.check()?;
         order.check(&problem, &tile_mask)?;
         let cp = critical_path(&problem, &order, costs)?.length;
-        let placeholder = Arc::new(Validation {
-            costs: *costs,
-            critical_path: cp,
-            simulation: Simulation::default(),
-        });
-        let mut schedule = Schedule { name: name.into(), problem, mask, tile_mask, machine, order, validation: placeholder };
+        let placeholder = Arc::new(Validation { costs: *costs, critical_path: cp, simulation: Simulation::default() });
+        let mut schedule =
+            Schedule { name: name.into(), problem, mask, tile_mask, machine, order, validation: placeholder };
         let simulation = simulate(&schedule, costs, false)?;
         schedule.validation = Arc::new(Validation { costs: *costs, critical_path: cp, simulation });
         Ok(schedule)

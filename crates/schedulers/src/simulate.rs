@@ -226,7 +226,16 @@ pub fn simulate(schedule: &Schedule, costs: &CostModel, record_timeline: bool) -
                     s.arrived = true;
                 }
                 let tile = unit.bh as usize * m + v.q as usize;
-                (&mut dq, tile, v.rank as u32, v.kv as u32, v.q as u32, SegmentKind::Wait, SegmentKind::Reduce, costs.reduce())
+                (
+                    &mut dq,
+                    tile,
+                    v.rank as u32,
+                    v.kv as u32,
+                    v.q as u32,
+                    SegmentKind::Wait,
+                    SegmentKind::Reduce,
+                    costs.reduce(),
+                )
             } else if gqa && s.step < unit.visits.len() + runs[ui].len() {
                 let k = s.step - unit.visits.len();
                 let kv = runs[ui][k];

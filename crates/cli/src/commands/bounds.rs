@@ -1,0 +1,58 @@
+//! `dashc bounds`: per schedule, the makespan, the critical path, the lower bounds and the gap to the best.
+
+use anyhow::Result;
+use serde::Serialize;
+
+use crate::args::BoundsArgs;
+use crate::output::{Kept, ProblemJson, ResultJson, SCHEMA_VERSION, header, num, result_json, table};
+use crate::setup::{Outcome, Setup};
+
+#[derive(Serialize)]
+struct BoundsJson<'a> {
+    schema_version: u32,
+    command: &'static str,
+    problem: ProblemJson<'a>,
+    results: Vec<ResultJson<'a, ()>>,
+}
+
+pub fn run(args: BoundsArgs) -> Result<()> {
+    let setup = Setup::from_args(&args.shape)?;
+    let outcomes = setup.evaluate_each(false, |e| Kept::of(&e, ()))?;
+    if args.json {
+        let doc = BoundsJson {
+            schema_version: SCHEMA_VERSION,
+            command: "bounds",
+            problem: ProblemJson::of(&setup),
+            results: outcomes.iter().map(|o| result_json(&setup, o)).collect(),
+        };
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+        return Ok(());
+    }
+    print!("{}", header(&setup));
+    println!();
+    let mut rows = Vec::new();
+    let mut skipped = Vec::new();
+    for o in &outcomes {
+        match o {
+            Outcome::Done(k) => {
+                let s = &k.summary;
+                rows.push(vec![
+                    k.name.clone(),
+                    num(s.makespan),
+                    num(s.critical_path),
+                    num(s.work_bound),
+                    num(s.longest_unit_bound),
+                    num(s.best_bound),
+                    format!("{:.2}%", s.gap_percent),
+                ]);
+            }
+            Outcome::Skipped { schedule, reason } => skipped.push(format!("{schedule}: skipped, {reason}")),
+        }
+    }
+    let headers = ["schedule", "makespan", "critical path", "work / P", "longest unit", "best bound", "above bound"];
+    print!("{}", table(&headers, &rows));
+    for s in skipped {
+        println!("{s}");
+    }
+    Ok(())
+}

@@ -1,0 +1,2 @@
+pub mod bounds;
+pub mod simulate;

@@ -1,0 +1,203 @@
+//! Shared pieces of the text and JSON outputs.
+
+use std::fmt::Write as _;
+use std::fs;
+use std::path::Path;
+
+use anyhow::Result;
+use dag_model::{Mask, ProblemSpec};
+use schedulers::{CostModel, EvaluationSummary, Machine};
+use serde::Serialize;
+
+use crate::exit::bad_input;
+use crate::setup::{Outcome, Setup};
+
+/// Version of every JSON document dashc writes; bumped on any incompatible change.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// The problem part of every JSON output.
+#[derive(Serialize)]
+pub struct ProblemJson<'a> {
+    #[serde(flatten)]
+    pub spec: ProblemSpec,
+    pub m_tiles: u32,
+    pub n_tiles: u32,
+    pub mask: &'a Mask,
+    pub active_tiles_per_head: u64,
+    pub machine: Machine,
+    pub costs: CostModel,
+    pub ideal: bool,
+}
+
+impl<'a> ProblemJson<'a> {
+    pub fn of(s: &'a Setup) -> Self {
+        ProblemJson {
+            spec: s.problem.spec(),
+            m_tiles: s.problem.m_tiles(),
+            n_tiles: s.problem.n_tiles(),
+            mask: &s.mask,
+            active_tiles_per_head: s.tile_mask.active_tiles(),
+            machine: s.machine,
+            costs: s.costs,
+            ideal: s.ideal,
+        }
+    }
+}
+
+/// What a command keeps of one evaluation: the schedule's name, its summary numbers and command-specific
+/// extras (the schedule itself is dropped, as it can take hundreds of megabytes).
+pub struct Kept<T> {
+    pub name: String,
+    pub summary: EvaluationSummary,
+    pub extra: T,
+}
+
+impl<T> Kept<T> {
+    pub fn of(e: &schedulers::Evaluation, extra: T) -> Kept<T> {
+        Kept { name: e.schedule.name().to_string(), summary: e.summary(), extra }
+    }
+}
+
+/// One entry of a `results` array: an evaluated or a skipped schedule.
+#[derive(Serialize)]
+pub struct ResultJson<'a, T: Serialize> {
+    pub schedule: &'a str,
+    pub mask: &'static str,
+    pub status: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<&'a str>,
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<&'a EvaluationSummary>,
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub extra: Option<&'a T>,
+}
+
+pub fn result_json<'a, T: Serialize>(setup: &Setup, outcome: &'a Outcome<Kept<T>>) -> ResultJson<'a, T> {
+    match outcome {
+        Outcome::Done(k) => ResultJson {
+            schedule: &k.name,
+            mask: setup.mask.name(),
+            status: "ok",
+            reason: None,
+            summary: Some(&k.summary),
+            extra: Some(&k.extra),
+        },
+        Outcome::Skipped { schedule, reason } => ResultJson {
+            schedule,
+            mask: setup.mask.name(),
+            status: "skipped",
+            reason: Some(reason),
+            summary: None,
+            extra: None,
+        },
+    }
+}
+
+/// Two header lines describing the problem, machine and costs.
+pub fn header(s: &Setup) -> String {
+    let p = &s.problem;
+    let mut out = String::new();
+    let mask = match &s.mask {
+        Mask::SlidingWindow { left, right } => {
+            let side = |x: &Option<u32>| x.map_or("inf".to_string(), |v| v.to_string());
+            format!("sliding-window (left {}, right {})", side(left), side(right))
+        }
+        Mask::Document { lens, causal } => {
+            format!("document ({} docs, {})", lens.len(), if *causal { "causal" } else { "bidirectional" })
+        }
+        Mask::Blocks { pairs } => format!("blocks ({} listed)", pairs.len()),
+        m => m.name().to_string(),
+    };
+    if s.ideal {
+        let _ = writeln!(
+            out,
+            "idealized: N = {} tiles per head, m = {} heads, P = {} SMs, mask {mask}",
+            p.n_tiles(),
+            p.heads(),
+            s.machine.sms
+        );
+    } else {
+        let kv = if p.kv_heads() != p.heads() { format!(" (kv heads {})", p.kv_heads()) } else { String::new() };
+        let seq = if p.seqlen_q() != p.seqlen_k() {
+            format!("seqlen q {} / k {}", p.seqlen_q(), p.seqlen_k())
+        } else {
+            format!("seqlen {}", p.seqlen_q())
+        };
+        let _ = writeln!(
+            out,
+            "batch {} x heads {}{kv}, {seq}, head dim {}, tiles {}x{} ({} q x {} kv per head), mask {mask}",
+            p.batch(),
+            p.heads(),
+            p.head_dim(),
+            p.block_m(),
+            p.block_n(),
+            p.m_tiles(),
+            p.n_tiles()
+        );
+    }
+    let c = &s.costs;
+    let mut costs = format!("compute {}", c.compute);
+    if let Some(cp) = c.compute_partial {
+        let _ = write!(costs, ", partial tiles {cp}");
+    }
+    if c.scale_by_fraction {
+        costs.push_str(" x unmasked fraction");
+    }
+    let _ = write!(costs, ", reduce {}, handoff {}", c.reduce, c.handoff);
+    if c.unit_start > 0.0 || c.unit_finish > 0.0 {
+        let _ = write!(costs, ", unit start {} / finish {}", c.unit_start, c.unit_finish);
+    }
+    if p.group() > 1 {
+        let _ = write!(costs, ", dk/dv reduce {}", c.dkv_reduce);
+    }
+    let _ = writeln!(
+        out,
+        "machine: {} SMs, {} launch; costs: {costs} (time unit: one full tile's compute)",
+        s.machine.sms,
+        s.machine.launch.name()
+    );
+    out
+}
+
+/// Renders rows as a left-aligned first column and right-aligned numeric columns.
+pub fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
+    let mut widths: Vec<usize> = headers.iter().map(|h| h.len()).collect();
+    for row in rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.len());
+        }
+    }
+    let mut out = String::new();
+    let line = |cells: Vec<&str>, out: &mut String| {
+        for (i, (cell, w)) in cells.iter().zip(&widths).enumerate() {
+            if i == 0 {
+                let _ = write!(out, "{cell:<w$}");
+            } else {
+                let _ = write!(out, "  {cell:>w$}");
+            }
+        }
+        let trimmed = out.trim_end().len();
+        out.truncate(trimmed);
+        out.push('\n');
+    };
+    line(headers.to_vec(), &mut out);
+    for row in rows {
+        line(row.iter().map(String::as_str).collect(), &mut out);
+    }
+    out
+}
+
+/// A number for a table: up to 4 significant decimals, no trailing zeros.
+pub fn num(x: f64) -> String {
+    if x == 0.0 {
+        return "0".into();
+    }
+    let s = if x.abs() >= 1000.0 { format!("{x:.1}") } else { format!("{x:.4}") };
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    s.to_string()
+}
+
+/// Writes `text` to `path`, turning an unwritable path into a bad-input error.
+pub fn write_file(path: &Path, text: &str) -> Result<()> {
+    fs::write(path, text).map_err(|e| bad_input(format!("cannot write {}: {e}", path.display())))
+}

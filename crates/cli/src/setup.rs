@@ -1,0 +1,186 @@
+//! Turns command-line arguments into library values: the problem, its mask, the machine, the costs and the
+//! schedules to evaluate. Every user mistake becomes a `BadInput` with a one-line fix.
+
+use std::fs;
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use dag_model::{Mask, Problem, ProblemSpec, TileMask, default_blocks};
+use rayon::prelude::*;
+use schedulers::{CostModel, Evaluation, LaunchPolicy, Machine, ScheduleKind, evaluate};
+use serde::Deserialize;
+
+use crate::args::{LaunchArg, MaskArg, ShapeArgs};
+use crate::exit::bad_input;
+
+/// A fully resolved analysis request.
+#[derive(Debug, Clone)]
+pub struct Setup {
+    pub problem: Problem,
+    pub mask: Mask,
+    pub tile_mask: Arc<TileMask>,
+    pub machine: Machine,
+    pub costs: CostModel,
+    /// The schedules asked for, in the order they are reported.
+    pub schedules: Vec<ScheduleKind>,
+    /// `--schedule all`: schedules that do not apply are reported as skipped rather than failing.
+    pub all: bool,
+    pub ideal: bool,
+}
+
+/// The result for one requested schedule: what the caller kept of its evaluation, or why it was skipped.
+#[derive(Debug)]
+pub enum Outcome<T> {
+    Done(T),
+    Skipped { schedule: &'static str, reason: String },
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BlocksFile {
+    blocks: Vec<(u32, u32)>,
+}
+
+impl Setup {
+    pub fn from_args(a: &ShapeArgs) -> Result<Setup> {
+        let (schedules, all) = parse_schedules(&a.schedule)?;
+        let mask = build_mask(a)?;
+        let (spec, sms) = if a.ideal {
+            let n = a.tiles.ok_or_else(|| bad_input("--ideal needs --tiles N"))?;
+            if !matches!(a.mask, MaskArg::Full | MaskArg::Causal) {
+                return Err(bad_input("--ideal is defined for --mask full or causal only"));
+            }
+            // Square tiles of any size; 128 keeps the numbers familiar.
+            let tokens = n.checked_mul(128).ok_or_else(|| bad_input("--tiles is too large"))?;
+            let spec = ProblemSpec {
+                batch: 1,
+                heads: a.heads,
+                kv_heads: a.heads,
+                seqlen_q: tokens,
+                seqlen_k: tokens,
+                head_dim: a.head_dim,
+                block_m: 128,
+                block_n: 128,
+            };
+            (spec, n)
+        } else {
+            let (bm, bn) = default_blocks(a.head_dim);
+            let spec = ProblemSpec {
+                batch: a.batch,
+                heads: a.heads,
+                kv_heads: a.kv_heads.unwrap_or(a.heads),
+                seqlen_q: a.seqlen,
+                seqlen_k: a.seqlen_k.unwrap_or(a.seqlen),
+                head_dim: a.head_dim,
+                block_m: a.block_m.unwrap_or(bm),
+                block_n: a.block_n.unwrap_or(bn),
+            };
+            (spec, a.sms)
+        };
+        let problem = Problem::new(spec)?;
+        if sms == 0 {
+            return Err(bad_input("--sms must be at least 1"));
+        }
+        let c = &a.costs;
+        let costs = CostModel {
+            compute: c.compute,
+            compute_partial: c.compute_partial,
+            scale_by_fraction: c.scale_by_fraction,
+            reduce: c.reduce,
+            handoff: c.handoff,
+            unit_start: c.unit_start,
+            unit_finish: c.unit_finish,
+            dkv_reduce: c.dkv_reduce.unwrap_or(c.reduce),
+        };
+        costs.check()?;
+        let launch = match a.launch {
+            LaunchArg::InOrder => LaunchPolicy::InOrder,
+            LaunchArg::Persistent => LaunchPolicy::Persistent,
+        };
+        let tile_mask = Arc::new(TileMask::new(&problem, &mask)?);
+        Ok(Setup { problem, mask, tile_mask, machine: Machine { sms, launch }, costs, schedules, all, ideal: a.ideal })
+    }
+
+    /// Builds and evaluates every requested schedule, in parallel, keeping only what `keep` extracts from each
+    /// evaluation, so that a large problem's schedules (hundreds of megabytes each) are dropped as soon as they
+    /// are evaluated. Results come back in request order: the output does not depend on the thread count.
+    pub fn evaluate_each<T: Send>(
+        &self,
+        record_timeline: bool,
+        keep: impl Fn(Evaluation) -> T + Sync,
+    ) -> Result<Vec<Outcome<T>>> {
+        self.schedules
+            .par_iter()
+            .map(|&kind| {
+                if let Err(reason) = kind.check_applicable(&self.problem, &self.mask) {
+                    if self.all {
+                        return Ok(Outcome::Skipped { schedule: kind.name(), reason: reason.to_string() });
+                    }
+                    return Err(reason.into());
+                }
+                let schedule = kind
+                    .build(self.problem, self.mask.clone(), self.tile_mask.clone(), self.machine, &self.costs)
+                    .with_context(|| format!("schedule {}", kind.name()))?;
+                let eval = evaluate(schedule, &self.costs, record_timeline)?;
+                Ok(Outcome::Done(keep(eval)))
+            })
+            .collect()
+    }
+}
+
+fn parse_schedules(s: &str) -> Result<(Vec<ScheduleKind>, bool)> {
+    if s == "all" {
+        return Ok((ScheduleKind::ALL.to_vec(), true));
+    }
+    let mut kinds = Vec::new();
+    for name in s.split(',') {
+        let kind: ScheduleKind = name.trim().parse().map_err(bad_input)?;
+        if !kinds.contains(&kind) {
+            kinds.push(kind);
+        }
+    }
+    Ok((kinds, false))
+}
+
+fn build_mask(a: &ShapeArgs) -> Result<Mask> {
+    let stray = |flag: &str, mask: &str| bad_input(format!("{flag} only applies to --mask {mask}"));
+    if a.mask != MaskArg::SlidingWindow && (a.window_left.is_some() || a.window_right.is_some()) {
+        return Err(stray("--window-left/--window-right", "sliding-window"));
+    }
+    if a.mask != MaskArg::Document && (!a.doc_lens.is_empty() || a.doc_bidirectional) {
+        return Err(stray("--doc-lens/--doc-bidirectional", "document"));
+    }
+    if a.mask != MaskArg::Blocks && a.blocks.is_some() {
+        return Err(stray("--blocks", "blocks"));
+    }
+    Ok(match a.mask {
+        MaskArg::Full => Mask::Full,
+        MaskArg::Causal => Mask::Causal,
+        MaskArg::SlidingWindow => {
+            if a.window_left.is_none() && a.window_right.is_none() {
+                return Err(bad_input("--mask sliding-window needs --window-left and/or --window-right"));
+            }
+            Mask::SlidingWindow { left: a.window_left, right: Some(a.window_right.unwrap_or(0)) }
+        }
+        MaskArg::Document => {
+            if a.doc_lens.is_empty() {
+                return Err(bad_input("--mask document needs --doc-lens, e.g. --doc-lens 4096,8192,4096"));
+            }
+            Mask::Document { lens: a.doc_lens.clone(), causal: !a.doc_bidirectional }
+        }
+        MaskArg::Blocks => {
+            let path = a.blocks.as_deref().ok_or_else(|| bad_input("--mask blocks needs --blocks FILE"))?;
+            Mask::Blocks { pairs: read_blocks(path)? }
+        }
+    })
+}
+
+fn read_blocks(path: &Path) -> Result<Vec<(u32, u32)>> {
+    let text =
+        fs::read_to_string(path).map_err(|e| bad_input(format!("cannot read blocks file {}: {e}", path.display())))?;
+    let file: BlocksFile = serde_json::from_str(&text).map_err(|e| {
+        bad_input(format!("blocks file {} is not valid: {e}; expected {{\"blocks\": [[q, kv], ...]}}", path.display()))
+    })?;
+    Ok(file.blocks)
+}
