@@ -14,9 +14,13 @@ mod timeline;
 use std::process::ExitCode;
 
 use clap::Parser;
+use clap::error::ErrorKind;
 
 fn main() -> ExitCode {
-    let cli = args::Cli::parse();
+    let cli = match args::Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => return usage_error(err),
+    };
     let result = match cli.command {
         args::Command::Bounds(a) => commands::bounds::run(a),
         args::Command::Simulate(a) => commands::simulate::run(a),
@@ -29,4 +33,23 @@ fn main() -> ExitCode {
             ExitCode::from(code)
         }
     }
+}
+
+/// Help and version go out as clap prints them; usage errors are folded into one line (what is wrong, and the
+/// accepted values where clap lists them) with exit code 2, like every other input error.
+fn usage_error(err: clap::Error) -> ExitCode {
+    if matches!(
+        err.kind(),
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        err.exit();
+    }
+    let text = err.render().to_string();
+    let parts: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with("For more information") && !l.starts_with("Usage:"))
+        .collect();
+    eprintln!("{}", parts.join("; "));
+    ExitCode::from(2)
 }

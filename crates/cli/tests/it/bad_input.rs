@@ -1,0 +1,86 @@
+//! Every user mistake: one line on stderr, exit code 2, no panic.
+
+use crate::common::fails_with;
+
+#[test]
+fn sizes_must_be_positive() {
+    fails_with(&["bounds", "--batch", "0"], 2, "batch must be at least 1");
+    fails_with(&["bounds", "--seqlen-k", "0"], 2, "seqlen-k must be at least 1");
+    fails_with(&["bounds", "--sms", "0"], 2, "--sms must be at least 1");
+    fails_with(&["bounds", "--heads=-3"], 2, "invalid value '-3' for '--heads <N>'");
+}
+
+#[test]
+fn heads_must_divide_into_kv_groups() {
+    fails_with(&["bounds", "--heads", "16", "--kv-heads", "3"], 2, "heads (16) must be a multiple of kv-heads (3)");
+}
+
+#[test]
+fn unknown_mask_and_schedule_are_named() {
+    fails_with(&["bounds", "--mask", "diagonal"], 2, "invalid value 'diagonal' for '--mask <MASK>'");
+    fails_with(&["bounds", "--schedule", "fastest"], 2, "unknown schedule 'fastest'; expected one of naive");
+}
+
+#[test]
+fn schedules_outside_their_domain_are_refused() {
+    fails_with(&["bounds", "--mask", "causal", "--schedule", "shift"], 2, "shift needs a full mask (got mask causal)");
+    fails_with(
+        &["bounds", "--mask", "causal", "--seqlen", "3200", "--schedule", "symmetric-shift"],
+        2,
+        "symmetric-shift needs an even number of kv tiles (got 25 = ceil(3200 / 128))",
+    );
+}
+
+#[test]
+fn mask_flags_are_checked() {
+    fails_with(&["bounds", "--mask", "document"], 2, "--mask document needs --doc-lens");
+    fails_with(
+        &["bounds", "--mask", "document", "--seqlen", "1000", "--doc-lens", "400,500"],
+        2,
+        "document lengths sum to 900",
+    );
+    fails_with(&["bounds", "--mask", "full", "--window-left", "5"], 2, "only applies to --mask sliding-window");
+    fails_with(&["bounds", "--mask", "sliding-window"], 2, "needs --window-left and/or --window-right");
+}
+
+#[test]
+fn block_files_must_be_valid_json_inside_the_grid() {
+    let dir = std::env::temp_dir().join(format!("dashc-blocks-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bad_json = dir.join("bad.json");
+    std::fs::write(&bad_json, "{\"blocks\": [[0, 1],").unwrap();
+    let outside = dir.join("outside.json");
+    std::fs::write(&outside, "{\"blocks\": [[0, 0], [40, 1]]}").unwrap();
+    let good = dir.join("good.json");
+    std::fs::write(&good, "{\"blocks\": [[0, 0], [1, 0], [1, 1]]}").unwrap();
+    let args = |p: &std::path::Path| {
+        ["bounds", "--seqlen", "256", "--mask", "blocks", "--blocks", p.to_str().unwrap()].map(String::from)
+    };
+    let a = args(&bad_json);
+    fails_with(&a.iter().map(String::as_str).collect::<Vec<_>>(), 2, "is not valid");
+    let a = args(&outside);
+    fails_with(
+        &a.iter().map(String::as_str).collect::<Vec<_>>(),
+        2,
+        "block (40, 1) is outside the tile grid (4 q-tiles x 2 kv-tiles)",
+    );
+    fails_with(&["bounds", "--mask", "blocks", "--blocks", "/nonexistent/blocks.json"], 2, "cannot read blocks file");
+    let a = args(&good);
+    let out = crate::common::dashc(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn timeline_limits_and_unwritable_paths() {
+    fails_with(
+        &["simulate", "--seqlen", "131072", "--heads", "32", "--timeline", "/tmp/x.json"],
+        2,
+        "--timeline records every task",
+    );
+    fails_with(
+        &["simulate", "--seqlen", "512", "--heads", "1", "--timeline", "/nonexistent/dir/t.json"],
+        2,
+        "cannot write /nonexistent/dir/t.json",
+    );
+}

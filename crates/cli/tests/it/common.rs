@@ -1,0 +1,24 @@
+use std::process::{Command, Output};
+
+/// Runs the built `dashc` with `args`.
+pub fn dashc(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_dashc")).args(args).output().expect("dashc runs")
+}
+
+pub fn stdout(out: &Output) -> String {
+    String::from_utf8(out.stdout.clone()).expect("utf-8 stdout")
+}
+
+pub fn stderr(out: &Output) -> String {
+    String::from_utf8(out.stderr.clone()).expect("utf-8 stderr")
+}
+
+/// Asserts a failure with `code` and a single-line message on stderr that contains `needle`.
+pub fn fails_with(args: &[&str], code: i32, needle: &str) {
+    let out = dashc(args);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(code), "dashc {args:?}: stderr {err}");
+    assert!(err.contains(needle), "dashc {args:?}: {err:?} lacks {needle:?}");
+    assert!(!err.contains("panicked"), "dashc {args:?} panicked: {err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "dashc {args:?}: message is not one line: {err}");
+}
