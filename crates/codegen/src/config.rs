@@ -1,0 +1,151 @@
+use std::fmt;
+
+use schedulers::{Mask, Problem};
+
+use crate::CodegenError;
+
+/// The mask kinds the kernel implements element-wise.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum KernelMask {
+    Full,
+    Causal,
+}
+
+impl KernelMask {
+    pub fn name(self) -> &'static str {
+        match self {
+            KernelMask::Full => "full",
+            KernelMask::Causal => "causal",
+        }
+    }
+
+    /// The kernel mask that implements `mask`, if any.
+    pub fn of(mask: &Mask) -> Result<Self, CodegenError> {
+        match mask {
+            Mask::Full => Ok(KernelMask::Full),
+            Mask::Causal => Ok(KernelMask::Causal),
+            other => Err(CodegenError::UnsupportedMask { mask: other.name().to_string() }),
+        }
+    }
+}
+
+/// A GPU architecture the program is compiled for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Arch {
+    /// Ampere and later through the portable path (what runs on Hopper too, via the sm_90a build).
+    Sm80,
+    /// Hopper with the architecture-specific features enabled (wgmma, setmaxnreg, vector red).
+    Sm90a,
+}
+
+impl Arch {
+    pub fn name(self) -> &'static str {
+        match self {
+            Arch::Sm80 => "sm_80",
+            Arch::Sm90a => "sm_90a",
+        }
+    }
+
+    /// The nvcc `-gencode` flag for this architecture.
+    pub fn gencode(self) -> &'static str {
+        match self {
+            Arch::Sm80 => "-gencode=arch=compute_80,code=sm_80",
+            Arch::Sm90a => "-gencode=arch=compute_90a,code=sm_90a",
+        }
+    }
+
+    /// Opt-in dynamic shared memory per block, in bytes.
+    pub fn max_dynamic_smem(self) -> u32 {
+        match self {
+            Arch::Sm80 => 166_912,
+            Arch::Sm90a => 232_448,
+        }
+    }
+}
+
+/// The compile-time switches of one kernel build. Everything else (shape, schedule) is read at run time.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct KernelConfig {
+    pub head_dim: u32,
+    pub block_m: u32,
+    pub block_n: u32,
+    pub mask: KernelMask,
+    /// Ordered dQ reduction through semaphores (true) or atomic adds in any order (false).
+    pub deterministic: bool,
+    /// Per-visit timestamps (a hook for measured Gantt charts); off for timing runs.
+    pub trace: bool,
+    /// Targets, each gets one `-gencode`; the order is kept.
+    pub archs: Vec<Arch>,
+}
+
+impl KernelConfig {
+    /// The configuration a schedule's problem and mask call for, on both architectures.
+    pub fn for_problem(problem: &Problem, mask: &Mask, deterministic: bool) -> Result<Self, CodegenError> {
+        let config = KernelConfig {
+            head_dim: problem.head_dim(),
+            block_m: problem.block_m(),
+            block_n: problem.block_n(),
+            mask: KernelMask::of(mask)?,
+            deterministic,
+            trace: false,
+            archs: vec![Arch::Sm80, Arch::Sm90a],
+        };
+        config.check()?;
+        Ok(config)
+    }
+
+    /// Checks that the kernel template supports this configuration on every target.
+    pub fn check(&self) -> Result<(), CodegenError> {
+        if !matches!(self.head_dim, 64 | 128) {
+            return Err(CodegenError::UnsupportedHeadDim { head_dim: self.head_dim });
+        }
+        if !matches!(self.block_m, 64 | 128) || !matches!(self.block_n, 64 | 128) {
+            return Err(CodegenError::UnsupportedTile { block_m: self.block_m, block_n: self.block_n });
+        }
+        if self.archs.is_empty() {
+            return Err(CodegenError::NoArch);
+        }
+        let needed = self.smem_bytes();
+        for &arch in &self.archs {
+            if needed > arch.max_dynamic_smem() {
+                return Err(CodegenError::SharedMemory {
+                    block_m: self.block_m,
+                    block_n: self.block_n,
+                    head_dim: self.head_dim,
+                    needed,
+                    arch: arch.name(),
+                    limit: arch.max_dynamic_smem(),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Dynamic shared memory of the main kernel; mirrors `BwdConfig::kSmemBytes` in the template:
+    /// K and V tiles, two stages of Q and dO, P and dS (all bf16), two stages of LSE and D, the schedule
+    /// reader's ring of 4 visit entries and two flags (48 bytes with padding).
+    pub fn smem_bytes(&self) -> u32 {
+        let (d, bm, bn) = (self.head_dim, self.block_m, self.block_n);
+        let bf16_elems = 2 * bn * d + 4 * bm * d + 2 * bm * bn;
+        bf16_elems * 2 + 4 * bm * 4 + 48
+    }
+
+    /// A short name such as `hd128_m64_n128_full_det`, used in file headers and reports.
+    pub fn variant_name(&self) -> String {
+        format!(
+            "hd{}_m{}_n{}_{}_{}",
+            self.head_dim,
+            self.block_m,
+            self.block_n,
+            self.mask.name(),
+            if self.deterministic { "det" } else { "nondet" }
+        )
+    }
+}
+
+impl fmt::Display for KernelConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let archs: Vec<&str> = self.archs.iter().map(|a| a.name()).collect();
+        write!(f, "{} ({}{})", self.variant_name(), archs.join(", "), if self.trace { ", trace" } else { "" })
+    }
+}

@@ -1,0 +1,106 @@
+// ${ banner }
+//
+// The compile-time switches of this build (filled in by the generator) and
+// BwdParams, everything the backward kernels read at run time: what can change
+// from launch to launch without recompiling.
+#pragma once
+
+#include <cstdint>
+#include <cuda_bf16.h>
+
+namespace dashc {
+
+// Compile-time configuration. The kernels take these as template parameters
+// (see BwdConfig in bwd_mainloop_sm80.cuh); the harness checks the schedule file
+// against them and refuses a file made for another configuration.
+namespace config {
+constexpr int kHeadDim = ${ head_dim };
+constexpr int kBlockM = ${ block_m };
+constexpr int kBlockN = ${ block_n };
+constexpr bool kIsCausal = ${ is_causal };
+constexpr bool kDeterministic = ${ deterministic };
+constexpr bool kTrace = ${ trace };
+constexpr const char* kVariantName = "${ variant_name }";
+}  // namespace config
+
+// Flag bits of a visit entry (VisitEntry::rank_flags, upper 16 bits). They are
+// derived by the harness from the visit list so that the kernel never compares
+// tile indices to discover where one KV tile's run of visits starts or ends.
+constexpr uint32_t kVisitFirstOfKv = 1u << 0;  // load K_j/V_j, zero dK/dV before this visit
+constexpr uint32_t kVisitLastOfKv = 1u << 1;   // write dK_j/dV_j after this visit
+
+// One work unit (one CTA), indexed by launch position blockIdx.x.
+struct UnitEntry {
+  int32_t first_visit;  // index of the unit's first entry in BwdParams::visits
+  int32_t num_visits;
+  int32_t bh;           // batch * heads + head
+  int32_t pad;          // keeps the entry 16 bytes: one vector load
+};
+
+// One visit, 8 bytes so the reader prefetches it with one 64-bit load.
+struct VisitEntry {
+  uint32_t kv_q;        // kv tile in bits 0..15, q tile in bits 16..31
+  uint32_t rank_flags;  // rank on dQ tile (bh, q) in bits 0..15, kVisit* flags in bits 16..31
+};
+
+// Where a deterministic wait gave up. Written once (the first CTA to time out
+// wins the `code` compare-and-swap), read by the host after the launch.
+struct SpinError {
+  int32_t code;         // 0 = no error, 1 = semaphore wait timed out, 2 = semaphore overshot the rank
+  int32_t unit;
+  int32_t bh;
+  int32_t q_tile;
+  int32_t wanted_rank;
+  int32_t seen_value;
+  int32_t abort;        // set by the failing CTA so that the others stop waiting at once
+  int32_t pad;
+};
+
+struct BwdParams {
+  // Shape (the tile sizes and head dim are compile-time constants).
+  int batch;
+  int heads;
+  int seqlen_q;
+  int seqlen_k;
+  int m_tiles;          // ceil(seqlen_q / BLOCK_M)
+  int n_tiles;          // ceil(seqlen_k / BLOCK_N)
+  int seqlen_q_pad;     // m_tiles * BLOCK_M: row count of the padded per-row buffers
+
+  float softmax_scale;       // 1 / sqrt(head_dim)
+  float softmax_scale_log2;  // softmax_scale * log2(e): P = exp2(S * this - LSE * log2(e))
+
+  // Inputs, layout [batch, seqlen, heads, head_dim], contiguous.
+  const __nv_bfloat16* q;
+  const __nv_bfloat16* k;
+  const __nv_bfloat16* v;
+  const __nv_bfloat16* o;
+  const __nv_bfloat16* dout;
+  // Per-row statistics, layout [batch * heads, seqlen_q_pad]. Rows past seqlen_q
+  // hold LSE = +inf and D = 0 so that padded rows contribute exactly nothing.
+  const float* lse;
+  float* dsum;              // D = rowsum(dO * O), written by the preprocess kernel
+
+  // Outputs, layout [batch, seqlen, heads, head_dim].
+  __nv_bfloat16* dq;
+  __nv_bfloat16* dk;
+  __nv_bfloat16* dv;
+
+  // dQ accumulator, layout [batch * heads, seqlen_q_pad, head_dim] (FP32), and one
+  // semaphore per (bh, q tile), layout [batch * heads, m_tiles].
+  float* dq_accum;
+  int* dq_semaphore;
+
+  // The schedule: units in launch order and their visits.
+  const UnitEntry* units;
+  const VisitEntry* visits;
+  int num_units;
+
+  // Bounded spinning: a wait that lasts longer than this gives up and reports.
+  unsigned long long spin_timeout_ns;
+  SpinError* spin_error;
+
+  // Per-visit timestamps when TRACE is compiled in (4 x u64 per visit), else null.
+  unsigned long long* trace;
+};
+
+}  // namespace dashc

@@ -1,0 +1,596 @@
+// ${ banner }
+//
+// Host harness: reads a schedule file, makes seeded random inputs, runs the
+// reference forward (O, LSE), the generated backward and an FP32 reference
+// backward, and prints exactly one JSON line on stdout:
+// correctness (relative L2 error of dQ, dK, dV), a poison check that every output
+// element was written, bitwise repeatability, and CUDA-event timings.
+// Diagnostics go to stderr. Exit codes: 0 ok, 1 a check failed or a semaphore wait
+// timed out, 2 bad arguments or schedule file, 3 no usable GPU.
+//
+// The FP32 reference runs by default when max(seqlen_q, seqlen_k) <= 4096;
+// --check forces it, --no-check skips it.
+//
+// Usage: harness SCHEDULE_FILE [--reps N] [--warmup N] [--repeat-runs N]
+//                [--check | --no-check] [--seed S]
+//                [--spin-timeout-ms MS] [--trace PATH]
+//                [--batch B --heads H --seqlen-q SQ --seqlen-k SK]  (asserted against the file)
+
+#include <cuda_runtime.h>
+#include <cuda_bf16.h>
+
+#include <algorithm>
+#include <cinttypes>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "bwd_params.h"
+#include "schedule.cuh"
+#include "bwd_mainloop_sm80.cuh"
+#include "bwd_preprocess.cuh"
+#include "bwd_postprocess.cuh"
+#include "fwd_reference.cuh"
+
+using namespace dashc;
+
+using Cfg = BwdConfig<config::kHeadDim, config::kBlockM, config::kBlockN, config::kIsCausal, config::kDeterministic,
+                      config::kTrace>;
+
+static constexpr int kExitOk = 0, kExitCheckFailed = 1, kExitBadInput = 2, kExitNoGpu = 3;
+
+#define CHECK_CUDA(call)                                                                             \
+  do {                                                                                               \
+    const cudaError_t err_ = (call);                                                                 \
+    if (err_ != cudaSuccess) {                                                                       \
+      std::fprintf(stderr, "cuda error: %s (%s) at %s:%d\n", cudaGetErrorString(err_), #call, __FILE__, \
+                   __LINE__);                                                                        \
+      std::exit(kExitCheckFailed);                                                                   \
+    }                                                                                                \
+  } while (0)
+
+// After a launch: configuration errors now, execution errors at the next sync.
+#define CHECK_LAUNCH() CHECK_CUDA(cudaGetLastError())
+
+[[noreturn]] static void fail_input(const char* msg, const std::string& detail = "") {
+  std::fprintf(stderr, "bad input: %s%s%s\n", msg, detail.empty() ? "" : ": ", detail.c_str());
+  std::exit(kExitBadInput);
+}
+
+// ---------------------------------------------------------------------------
+// Schedule file (format: docs/schedule-data.md).
+// ---------------------------------------------------------------------------
+
+struct ScheduleFile {
+  std::string name;
+  int batch = 0, heads = 0, kv_heads = 0, seqlen_q = 0, seqlen_k = 0, head_dim = 0, block_m = 0, block_n = 0;
+  std::string mask;
+  std::vector<UnitEntry> units;
+  std::vector<VisitEntry> visits;
+  bool kv_uncovered = false;  // some (bh, kv tile) has no visit: its dK/dV must be zeroed
+};
+
+static ScheduleFile read_schedule(const char* path) {
+  FILE* f = std::fopen(path, "r");
+  if (!f) fail_input("cannot open schedule file", path);
+  ScheduleFile s;
+  char word[256], mask[64], name[256];
+  int version = 0;
+  if (std::fscanf(f, "%255s %d", word, &version) != 2 || std::strcmp(word, "dashc-schedule") != 0 || version != 1)
+    fail_input("schedule file does not start with 'dashc-schedule 1'", path);
+  if (std::fscanf(f, " name %255s", name) != 1) fail_input("schedule file: missing 'name' line");
+  s.name = name;
+  if (std::fscanf(f, " problem %d %d %d %d %d %d %d %d %63s", &s.batch, &s.heads, &s.kv_heads, &s.seqlen_q,
+                  &s.seqlen_k, &s.head_dim, &s.block_m, &s.block_n, mask) != 9)
+    fail_input("schedule file: malformed 'problem' line");
+  s.mask = mask;
+  long long num_units = 0, num_visits = 0;
+  if (std::fscanf(f, " counts %lld %lld", &num_units, &num_visits) != 2) fail_input("schedule file: malformed 'counts' line");
+  if (s.batch <= 0 || s.heads <= 0 || s.seqlen_q <= 0 || s.seqlen_k <= 0) fail_input("schedule file: empty problem");
+  if (num_units <= 0 || num_units > (1ll << 31) - 1 || num_visits < 0 || num_visits > (1ll << 31) - 1)
+    fail_input("schedule file: unit or visit count out of range");
+
+  const int m_tiles = (s.seqlen_q + s.block_m - 1) / std::max(s.block_m, 1);
+  const int n_tiles = (s.seqlen_k + s.block_n - 1) / std::max(s.block_n, 1);
+  if (m_tiles > 65535 || n_tiles > 65535) fail_input("schedule file: more than 65535 tiles per sequence");
+  s.units.reserve(num_units);
+  s.visits.reserve(num_visits);
+  const long long bh_count = (long long)s.batch * s.heads;
+  std::vector<int> rank_count((size_t)bh_count * m_tiles, 0);
+  std::vector<int> rank_seen;  // filled below, once the counts are known
+  std::vector<unsigned char> kv_seen((size_t)bh_count * n_tiles, 0);
+  struct Raw { int kv, q, rank, bh; };
+  std::vector<Raw> raw;
+  raw.reserve(num_visits);
+  for (long long u = 0; u < num_units; ++u) {
+    long long bh = -1, n = -1;
+    if (std::fscanf(f, " u %lld %lld", &bh, &n) != 2) fail_input("schedule file: malformed unit line", std::to_string(u));
+    if (bh < 0 || bh >= bh_count) fail_input("schedule file: unit bh out of range", std::to_string(u));
+    if (n < 0 || (long long)raw.size() + n > num_visits) fail_input("schedule file: visit count mismatch", std::to_string(u));
+    UnitEntry e{(int)raw.size(), (int)n, (int)bh, 0};
+    s.units.push_back(e);
+    int prev_kv = -1;
+    std::vector<int> finished_kv;
+    for (long long t = 0; t < n; ++t) {
+      int kv, q, rank;
+      if (std::fscanf(f, "%d %d %d", &kv, &q, &rank) != 3) fail_input("schedule file: malformed visit", std::to_string(u));
+      if (kv < 0 || kv >= n_tiles || q < 0 || q >= m_tiles || rank < 0 || rank > 65535)
+        fail_input("schedule file: visit out of range", "unit " + std::to_string(u));
+      if (kv != prev_kv) {
+        // A unit's visits of one KV tile must be contiguous: dK/dV live in
+        // registers only between the first and the last of them.
+        if (std::find(finished_kv.begin(), finished_kv.end(), kv) != finished_kv.end())
+          fail_input("schedule file: a unit returns to a KV tile it left", "unit " + std::to_string(u));
+        if (prev_kv >= 0) finished_kv.push_back(prev_kv);
+        prev_kv = kv;
+      }
+      rank_count[(size_t)bh * m_tiles + q]++;
+      kv_seen[(size_t)bh * n_tiles + kv] = 1;
+      raw.push_back(Raw{kv, q, rank, (int)bh});
+    }
+  }
+  if ((long long)raw.size() != num_visits) fail_input("schedule file: fewer visits than 'counts' says");
+  if (std::fscanf(f, " %255s", word) != 1 || std::strcmp(word, "end") != 0) fail_input("schedule file: missing 'end' line");
+  std::fclose(f);
+
+  // The ranks of every dQ tile must be exactly 0 .. count - 1; anything else would
+  // leave some CTA waiting for a rank that never comes.
+  std::vector<size_t> rank_offset(rank_count.size() + 1, 0);
+  for (size_t i = 0; i < rank_count.size(); ++i) rank_offset[i + 1] = rank_offset[i] + rank_count[i];
+  rank_seen.assign(raw.size(), 0);
+  for (const Raw& r : raw) {
+    const size_t tile = (size_t)r.bh * m_tiles + r.q;
+    if (r.rank >= rank_count[tile]) fail_input("schedule file: rank not below the tile's contribution count");
+    int& slot = rank_seen[rank_offset[tile] + r.rank];
+    if (slot) fail_input("schedule file: a rank is used twice on one dQ tile");
+    slot = 1;
+  }
+  for (unsigned char seen : kv_seen) s.kv_uncovered |= !seen;
+
+  // Visit entries with first/last-of-KV flags.
+  for (const UnitEntry& u : s.units) {
+    for (int t = 0; t < u.num_visits; ++t) {
+      const Raw& r = raw[u.first_visit + t];
+      uint32_t flags = 0;
+      if (t == 0 || raw[u.first_visit + t - 1].kv != r.kv) flags |= kVisitFirstOfKv;
+      if (t + 1 == u.num_visits || raw[u.first_visit + t + 1].kv != r.kv) flags |= kVisitLastOfKv;
+      s.visits.push_back(VisitEntry{(uint32_t)r.kv | ((uint32_t)r.q << 16), (uint32_t)r.rank | (flags << 16)});
+    }
+  }
+  return s;
+}
+
+// ---------------------------------------------------------------------------
+// Inputs: counter-based hash -> approximately normal bf16, so any element can be
+// regenerated from (seed, tensor, index) alone.
+// ---------------------------------------------------------------------------
+
+__device__ __forceinline__ uint64_t splitmix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+__global__ void fill_normal_kernel(__nv_bfloat16* dst, size_t n, uint64_t seed, uint64_t tensor) {
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+    const uint64_t r = splitmix64(seed * 0x100000001b3ull ^ (tensor << 56) ^ i);
+    const float u1 = ((uint32_t)(r >> 40) + 1) * (1.0f / 16777217.0f);  // (0, 1]
+    const float u2 = (uint32_t)(r & 0xffffff) * (1.0f / 16777216.0f);
+    dst[i] = __float2bfloat16(sqrtf(-2.f * logf(u1)) * cospif(2.f * u2));
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Host utilities.
+// ---------------------------------------------------------------------------
+
+static float bf16_to_float(uint16_t bits) {
+  uint32_t x = (uint32_t)bits << 16;
+  float f;
+  std::memcpy(&f, &x, 4);
+  return f;
+}
+
+struct ErrorStats {
+  double rel_l2 = NAN;
+  bool finite = true;
+};
+
+static ErrorStats rel_l2(const std::vector<uint16_t>& got, const std::vector<float>& want) {
+  double num = 0, den = 0;
+  ErrorStats e;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const double g = bf16_to_float(got[i]);
+    if (!std::isfinite(g)) e.finite = false;
+    num += (g - want[i]) * (g - want[i]);
+    den += (double)want[i] * want[i];
+  }
+  e.rel_l2 = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+  return e;
+}
+
+static bool all_finite(const std::vector<uint16_t>& v) {
+  for (uint16_t x : v)
+    if ((x & 0x7f80u) == 0x7f80u) return false;
+  return true;
+}
+
+static constexpr uint16_t kPoison = 0xffffu;  // a NaN no kernel writes: bytes 0xff
+static bool unpoisoned(const std::vector<uint16_t>& v) {
+  for (uint16_t x : v)
+    if (x == kPoison) return false;
+  return true;
+}
+
+static double median(std::vector<float> v) {
+  if (v.empty()) return NAN;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static std::string json_num(double x) {
+  if (!std::isfinite(x)) return "null";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.6g", x);
+  return buf;
+}
+
+template <class T>
+static T* device_alloc(size_t count) {
+  T* p = nullptr;
+  CHECK_CUDA(cudaMalloc(&p, std::max<size_t>(count, 1) * sizeof(T)));
+  return p;
+}
+
+template <class T>
+static std::vector<T> to_host(const T* d, size_t count) {
+  std::vector<T> h(count);
+  CHECK_CUDA(cudaMemcpy(h.data(), d, count * sizeof(T), cudaMemcpyDeviceToHost));
+  return h;
+}
+
+struct Args {
+  const char* schedule = nullptr;
+  int reps = 20, warmup = 3, repeat_runs = 5;
+  int check = -1;  // -1: default (seqlen <= 4096), 0: off, 1: forced
+  uint64_t seed = 1;
+  double spin_timeout_ms = 2000.0;
+  const char* trace = nullptr;
+  int batch = -1, heads = -1, seqlen_q = -1, seqlen_k = -1;
+};
+
+static Args parse_args(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i < argc; ++i) {
+    const std::string s = argv[i];
+    auto value = [&]() -> const char* {
+      if (i + 1 >= argc) fail_input("missing value after", s);
+      return argv[++i];
+    };
+    if (s == "--reps") a.reps = std::atoi(value());
+    else if (s == "--warmup") a.warmup = std::atoi(value());
+    else if (s == "--repeat-runs") a.repeat_runs = std::atoi(value());
+    else if (s == "--check" || s == "--force-check") a.check = 1;
+    else if (s == "--no-check") a.check = 0;
+    else if (s == "--seed") a.seed = std::strtoull(value(), nullptr, 10);
+    else if (s == "--spin-timeout-ms") a.spin_timeout_ms = std::atof(value());
+    else if (s == "--trace") a.trace = value();
+    else if (s == "--batch") a.batch = std::atoi(value());
+    else if (s == "--heads") a.heads = std::atoi(value());
+    else if (s == "--seqlen-q") a.seqlen_q = std::atoi(value());
+    else if (s == "--seqlen-k") a.seqlen_k = std::atoi(value());
+    else if (!s.empty() && s[0] == '-') fail_input("unknown option", s);
+    else if (!a.schedule) a.schedule = argv[i];
+    else fail_input("more than one schedule file given", s);
+  }
+  if (!a.schedule) fail_input("usage: harness SCHEDULE_FILE [options]");
+  if (a.reps < 1 || a.repeat_runs < 2 || a.warmup < 0) fail_input("--reps >= 1, --repeat-runs >= 2, --warmup >= 0");
+  return a;
+}
+
+int main(int argc, char** argv) {
+  const Args args = parse_args(argc, argv);
+
+  int device_count = 0;
+  if (cudaGetDeviceCount(&device_count) != cudaSuccess || device_count == 0) {
+    std::fprintf(stderr, "no usable CUDA device\n");
+    return kExitNoGpu;
+  }
+
+  const ScheduleFile sf = read_schedule(args.schedule);
+  const std::string expected_mask = config::kIsCausal ? "causal" : "full";
+  if (sf.head_dim != Cfg::HEAD_DIM || sf.block_m != Cfg::BLOCK_M || sf.block_n != Cfg::BLOCK_N || sf.mask != expected_mask) {
+    char buf[256];
+    std::snprintf(buf, sizeof buf, "file has head_dim=%d block_m=%d block_n=%d mask=%s, this build has %d %d %d %s",
+                  sf.head_dim, sf.block_m, sf.block_n, sf.mask.c_str(), Cfg::HEAD_DIM, Cfg::BLOCK_M, Cfg::BLOCK_N,
+                  expected_mask.c_str());
+    fail_input("schedule was made for another configuration", buf);
+  }
+  if (sf.kv_heads != sf.heads) fail_input("grouped-query attention (kv_heads != heads) is not supported yet");
+  if ((args.batch >= 0 && args.batch != sf.batch) || (args.heads >= 0 && args.heads != sf.heads) ||
+      (args.seqlen_q >= 0 && args.seqlen_q != sf.seqlen_q) || (args.seqlen_k >= 0 && args.seqlen_k != sf.seqlen_k))
+    fail_input("shape options disagree with the schedule file");
+
+  const int B = sf.batch, H = sf.heads, SQ = sf.seqlen_q, SK = sf.seqlen_k, D = Cfg::HEAD_DIM;
+  const int BH = B * H;
+  const int m_tiles = (SQ + Cfg::BLOCK_M - 1) / Cfg::BLOCK_M;
+  const int n_tiles = (SK + Cfg::BLOCK_N - 1) / Cfg::BLOCK_N;
+  const int sq_pad = m_tiles * Cfg::BLOCK_M;
+  const bool do_check = args.check == 1 || (args.check == -1 && std::max(SQ, SK) <= 4096);
+
+  cudaDeviceProp prop;
+  CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
+
+  const size_t nq = (size_t)B * SQ * H * D, nk = (size_t)B * SK * H * D;
+  __nv_bfloat16 *q = device_alloc<__nv_bfloat16>(nq), *k = device_alloc<__nv_bfloat16>(nk),
+                *v = device_alloc<__nv_bfloat16>(nk), *o = device_alloc<__nv_bfloat16>(nq),
+                *dout = device_alloc<__nv_bfloat16>(nq), *dq = device_alloc<__nv_bfloat16>(nq),
+                *dk = device_alloc<__nv_bfloat16>(nk), *dv = device_alloc<__nv_bfloat16>(nk);
+  float* lse = device_alloc<float>((size_t)BH * sq_pad);
+  float* dsum = device_alloc<float>((size_t)BH * sq_pad);
+  float* dq_accum = device_alloc<float>((size_t)BH * sq_pad * D);
+  int* sems = device_alloc<int>((size_t)BH * m_tiles);
+  UnitEntry* d_units = device_alloc<UnitEntry>(sf.units.size());
+  VisitEntry* d_visits = device_alloc<VisitEntry>(sf.visits.size());
+  SpinError* d_err = device_alloc<SpinError>(1);
+  CHECK_CUDA(cudaMemcpy(d_units, sf.units.data(), sf.units.size() * sizeof(UnitEntry), cudaMemcpyHostToDevice));
+  CHECK_CUDA(cudaMemcpy(d_visits, sf.visits.data(), sf.visits.size() * sizeof(VisitEntry), cudaMemcpyHostToDevice));
+  CHECK_CUDA(cudaMemset(d_err, 0, sizeof(SpinError)));
+  unsigned long long* d_trace = nullptr;
+  if (config::kTrace) {
+    // 4 stamps per unit, then 4 per visit (layout: trace_stamp in bwd_mainloop_sm80.cuh).
+    d_trace = device_alloc<unsigned long long>((sf.units.size() + sf.visits.size()) * 4);
+    CHECK_CUDA(cudaMemset(d_trace, 0, (sf.units.size() + sf.visits.size()) * 4 * sizeof(unsigned long long)));
+  }
+
+  fill_normal_kernel<<<1024, 256>>>(q, nq, args.seed, 1);
+  CHECK_LAUNCH();
+  fill_normal_kernel<<<1024, 256>>>(k, nk, args.seed, 2);
+  CHECK_LAUNCH();
+  fill_normal_kernel<<<1024, 256>>>(v, nk, args.seed, 3);
+  CHECK_LAUNCH();
+  fill_normal_kernel<<<1024, 256>>>(dout, nq, args.seed, 4);
+  CHECK_LAUNCH();
+
+  // Forward: O, LSE (and O in FP32 for the reference D).
+  const ref::RefShape rs{B, H, SQ, SK, sq_pad, config::kIsCausal, 1.0f / std::sqrt((float)D)};
+  float* o32 = do_check ? device_alloc<float>(nq) : nullptr;
+  {
+    constexpr int smem = ref::forward_smem_bytes<config::kHeadDim>();
+    CHECK_CUDA(cudaFuncSetAttribute(ref::ref_forward_kernel<config::kHeadDim>,
+                                    cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    const dim3 grid((SQ + ref::kTile - 1) / ref::kTile, BH);
+    ref::ref_forward_kernel<config::kHeadDim><<<grid, ref::kThreads, smem>>>(rs, q, k, v, o, o32, lse);
+    CHECK_LAUNCH();
+    ref::ref_pad_lse_kernel<<<dim3((sq_pad + 255) / 256, BH), 256>>>(rs, lse);
+    CHECK_LAUNCH();
+    CHECK_CUDA(cudaDeviceSynchronize());
+  }
+
+  BwdParams p{};
+  p.batch = B;
+  p.heads = H;
+  p.seqlen_q = SQ;
+  p.seqlen_k = SK;
+  p.m_tiles = m_tiles;
+  p.n_tiles = n_tiles;
+  p.seqlen_q_pad = sq_pad;
+  p.softmax_scale = 1.0f / std::sqrt((float)D);
+  p.softmax_scale_log2 = p.softmax_scale * 1.4426950408889634f;
+  p.q = q;
+  p.k = k;
+  p.v = v;
+  p.o = o;
+  p.dout = dout;
+  p.lse = lse;
+  p.dsum = dsum;
+  p.dq = dq;
+  p.dk = dk;
+  p.dv = dv;
+  p.dq_accum = dq_accum;
+  p.dq_semaphore = sems;
+  p.units = d_units;
+  p.visits = d_visits;
+  p.num_units = (int)sf.units.size();
+  p.spin_timeout_ns = (unsigned long long)(args.spin_timeout_ms * 1e6);
+  p.spin_error = d_err;
+  p.trace = d_trace;
+
+  CHECK_CUDA(cudaFuncSetAttribute(bwd_main_kernel<Cfg>, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kSmemBytes));
+  cudaFuncAttributes main_attr;
+  CHECK_CUDA(cudaFuncGetAttributes(&main_attr, bwd_main_kernel<Cfg>));
+
+  cudaEvent_t ev0, ev1;
+  CHECK_CUDA(cudaEventCreate(&ev0));
+  CHECK_CUDA(cudaEventCreate(&ev1));
+
+  auto launch_pre = [&]() {
+    // A KV tile that no unit visits gets no dK/dV from the main kernel: zero them
+    // here (counted in the whole-backward time; never the case for full/causal).
+    if (sf.kv_uncovered) {
+      CHECK_CUDA(cudaMemsetAsync(dk, 0, nk * sizeof(__nv_bfloat16)));
+      CHECK_CUDA(cudaMemsetAsync(dv, 0, nk * sizeof(__nv_bfloat16)));
+    }
+    bwd_preprocess_kernel<config::kHeadDim><<<dim3(sq_pad / kPreprocessRows, BH), kPreprocessThreads>>>(p);
+    CHECK_LAUNCH();
+  };
+  auto launch_main = [&]() {
+    bwd_main_kernel<Cfg><<<(unsigned)sf.units.size(), Cfg::kThreads, Cfg::kSmemBytes>>>(p);
+    CHECK_LAUNCH();
+  };
+  auto launch_post = [&]() {
+    bwd_postprocess_kernel<config::kHeadDim><<<dim3((SQ + kPostprocessRows - 1) / kPostprocessRows, BH),
+                                              kPostprocessThreads>>>(p);
+    CHECK_LAUNCH();
+  };
+  // Returns false (after printing the error) when a semaphore wait gave up.
+  SpinError spin{};
+  auto spin_ok = [&]() {
+    CHECK_CUDA(cudaDeviceSynchronize());
+    CHECK_CUDA(cudaMemcpy(&spin, d_err, sizeof spin, cudaMemcpyDeviceToHost));
+    return spin.code == 0;
+  };
+
+  // ---- Poisoned, repeated runs: written-everywhere check and bitwise repeatability.
+  std::vector<uint16_t> first_dq, first_dk, first_dv;
+  bool poison_ok = true, repeatable = true, finite = true, timed_out = false;
+  for (int run = 0; run < args.repeat_runs && !timed_out; ++run) {
+    CHECK_CUDA(cudaMemset(dq, 0xff, nq * 2));
+    CHECK_CUDA(cudaMemset(dk, 0xff, nk * 2));
+    CHECK_CUDA(cudaMemset(dv, 0xff, nk * 2));
+    launch_pre();
+    launch_main();
+    launch_post();
+    if (!spin_ok()) {
+      timed_out = true;
+      break;
+    }
+    auto hq = to_host(reinterpret_cast<uint16_t*>(dq), nq);
+    auto hk = to_host(reinterpret_cast<uint16_t*>(dk), nk);
+    auto hv = to_host(reinterpret_cast<uint16_t*>(dv), nk);
+    poison_ok &= unpoisoned(hq) && unpoisoned(hk) && unpoisoned(hv);
+    finite &= all_finite(hq) && all_finite(hk) && all_finite(hv);
+    if (run == 0) {
+      first_dq = std::move(hq);
+      first_dk = std::move(hk);
+      first_dv = std::move(hv);
+    } else {
+      repeatable &= std::memcmp(hq.data(), first_dq.data(), nq * 2) == 0 &&
+                    std::memcmp(hk.data(), first_dk.data(), nk * 2) == 0 &&
+                    std::memcmp(hv.data(), first_dv.data(), nk * 2) == 0;
+    }
+  }
+
+  // ---- Reference backward and errors.
+  ErrorStats e_dq, e_dk, e_dv;
+  if (do_check && !timed_out) {
+    float* dsum_ref = device_alloc<float>((size_t)BH * sq_pad);
+    float* dq32 = device_alloc<float>(nq);
+    float* dk32 = device_alloc<float>(nk);
+    float* dv32 = device_alloc<float>(nk);
+    ref::ref_rowdot_kernel<config::kHeadDim><<<dim3((SQ + 255) / 256, BH), 256>>>(rs, dout, o32, dsum_ref);
+    CHECK_LAUNCH();
+    constexpr int smem = ref::backward_smem_bytes<config::kHeadDim>();
+    CHECK_CUDA(cudaFuncSetAttribute(ref::ref_dq_kernel<config::kHeadDim>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    CHECK_CUDA(cudaFuncSetAttribute(ref::ref_dkdv_kernel<config::kHeadDim>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    ref::ref_dq_kernel<config::kHeadDim><<<dim3((SQ + ref::kTile - 1) / ref::kTile, BH), ref::kThreads, smem>>>(
+        rs, q, k, v, dout, lse, dsum_ref, dq32);
+    CHECK_LAUNCH();
+    ref::ref_dkdv_kernel<config::kHeadDim><<<dim3((SK + ref::kTile - 1) / ref::kTile, BH), ref::kThreads, smem>>>(
+        rs, q, k, v, dout, lse, dsum_ref, dk32, dv32);
+    CHECK_LAUNCH();
+    CHECK_CUDA(cudaDeviceSynchronize());
+    e_dq = rel_l2(first_dq, to_host(dq32, nq));
+    e_dk = rel_l2(first_dk, to_host(dk32, nk));
+    e_dv = rel_l2(first_dv, to_host(dv32, nk));
+    CHECK_CUDA(cudaFree(dsum_ref));
+    CHECK_CUDA(cudaFree(dq32));
+    CHECK_CUDA(cudaFree(dk32));
+    CHECK_CUDA(cudaFree(dv32));
+  }
+
+  // ---- Timing: the whole backward, then the main kernel alone (its accumulator
+  // and semaphores still need the preprocess before every run).
+  std::vector<float> t_total, t_main;
+  if (!timed_out) {
+    for (int i = 0; i < args.warmup; ++i) {
+      launch_pre();
+      launch_main();
+      launch_post();
+    }
+    for (int i = 0; i < args.reps; ++i) {
+      CHECK_CUDA(cudaEventRecord(ev0));
+      launch_pre();
+      launch_main();
+      launch_post();
+      CHECK_CUDA(cudaEventRecord(ev1));
+      CHECK_CUDA(cudaEventSynchronize(ev1));
+      float ms = 0;
+      CHECK_CUDA(cudaEventElapsedTime(&ms, ev0, ev1));
+      t_total.push_back(ms);
+    }
+    for (int i = 0; i < args.reps; ++i) {
+      launch_pre();
+      CHECK_CUDA(cudaEventRecord(ev0));
+      launch_main();
+      CHECK_CUDA(cudaEventRecord(ev1));
+      launch_post();
+      CHECK_CUDA(cudaEventSynchronize(ev1));
+      float ms = 0;
+      CHECK_CUDA(cudaEventElapsedTime(&ms, ev0, ev1));
+      t_main.push_back(ms);
+    }
+    timed_out = !spin_ok();
+  }
+
+  // The stamps of the last timed run, in the text format of docs/trace-format.md. Written to a
+  // temporary name and renamed, so that a failed write leaves no file that looks complete.
+  if (config::kTrace && args.trace && !timed_out) {
+    const size_t nu = sf.units.size();
+    auto tr = to_host(d_trace, (nu + sf.visits.size()) * 4);
+    const std::string tmp = std::string(args.trace) + ".partial";
+    FILE* f = std::fopen(tmp.c_str(), "w");
+    if (!f) fail_input("cannot write trace file", tmp);
+    std::fprintf(f, "dashc-trace 1\nname %s\nproblem %d %d %d %d %d %d %d %d %s\ncounts %zu %zu\nclock globaltimer-ns\n",
+                 sf.name.c_str(), sf.batch, sf.heads, sf.kv_heads, sf.seqlen_q, sf.seqlen_k, sf.head_dim, sf.block_m,
+                 sf.block_n, sf.mask.c_str(), nu, sf.visits.size());
+    for (size_t u = 0; u < nu; ++u) {
+      std::fprintf(f, "u %llu %llu %llu %d\n", tr[u * 4 + 2], tr[u * 4], tr[u * 4 + 1], sf.units[u].num_visits);
+      for (int t = 0; t < sf.units[u].num_visits; ++t) {
+        const size_t i = (nu + (size_t)sf.units[u].first_visit + t) * 4;
+        std::fprintf(f, "v %llu %llu %llu %llu\n", tr[i], tr[i + 1], tr[i + 2], tr[i + 3]);
+      }
+    }
+    std::fprintf(f, "end\n");
+    if (std::fclose(f) != 0 || std::rename(tmp.c_str(), args.trace) != 0) fail_input("cannot write trace file", args.trace);
+  }
+
+  const double flops = 4.0 * B * H * (double)SQ * SK * D * (config::kIsCausal ? 0.5 : 1.0) * 2.5;
+  const double ms_total = median(t_total), ms_main = median(t_main);
+  const double tol = 2e-2;
+  const bool errors_ok = !do_check || (e_dq.rel_l2 <= tol && e_dk.rel_l2 <= tol && e_dv.rel_l2 <= tol);
+  // A non-deterministic build may differ run to run: that is reported, not failed.
+  const bool pass = !timed_out && poison_ok && finite && errors_ok && (repeatable || !config::kDeterministic);
+
+  std::string status = timed_out ? (spin.code == 2 ? "rank_overshoot" : "spin_timeout") : pass ? "ok" : "check_failed";
+  std::printf(
+      "{\"schema_version\":1,\"tool\":\"${ tool }\",\"status\":\"%s\",\"schedule\":\"%s\",\"variant\":\"%s\","
+      "\"device\":\"%s\",\"sm_count\":%d,"
+      "\"shape\":{\"batch\":%d,\"heads\":%d,\"seqlen_q\":%d,\"seqlen_k\":%d,\"head_dim\":%d,\"block_m\":%d,"
+      "\"block_n\":%d,\"mask\":\"%s\"},"
+      "\"deterministic\":%s,\"units\":%zu,\"visits\":%zu,\"reps\":%d,"
+      "\"time_ms\":{\"total_median\":%s,\"main_median\":%s,\"total_min\":%s,\"main_min\":%s},"
+      "\"tflops\":{\"total\":%s,\"main\":%s},"
+      "\"check\":{\"ran\":%s,\"rel_l2_dq\":%s,\"rel_l2_dk\":%s,\"rel_l2_dv\":%s,\"tolerance\":%g},"
+      "\"finite\":%s,\"poison_ok\":%s,\"repeatable\":%s,\"repeat_runs\":%d,"
+      "\"main_kernel\":{\"registers\":%d,\"local_bytes\":%zu,\"smem_bytes\":%d},"
+      "\"spin_error\":{\"code\":%d,\"unit\":%d,\"bh\":%d,\"q_tile\":%d,\"wanted_rank\":%d,\"seen\":%d}}\n",
+      status.c_str(), sf.name.c_str(), config::kVariantName, prop.name, prop.multiProcessorCount, B, H, SQ, SK, D,
+      Cfg::BLOCK_M, Cfg::BLOCK_N, expected_mask.c_str(), config::kDeterministic ? "true" : "false", sf.units.size(),
+      sf.visits.size(), args.reps, json_num(ms_total).c_str(), json_num(ms_main).c_str(),
+      json_num(t_total.empty() ? NAN : *std::min_element(t_total.begin(), t_total.end())).c_str(),
+      json_num(t_main.empty() ? NAN : *std::min_element(t_main.begin(), t_main.end())).c_str(),
+      json_num(flops / (ms_total * 1e-3) / 1e12).c_str(), json_num(flops / (ms_main * 1e-3) / 1e12).c_str(),
+      do_check && !timed_out ? "true" : "false", json_num(e_dq.rel_l2).c_str(), json_num(e_dk.rel_l2).c_str(),
+      json_num(e_dv.rel_l2).c_str(), tol, finite ? "true" : "false", poison_ok ? "true" : "false",
+      repeatable ? "true" : "false", args.repeat_runs, main_attr.numRegs, main_attr.localSizeBytes,
+      Cfg::kSmemBytes, spin.code, spin.unit, spin.bh, spin.q_tile, spin.wanted_rank, spin.seen_value);
+  if (timed_out) {
+    std::fprintf(stderr,
+                 "error: %s: unit %d waited on dQ tile (bh %d, q %d) for rank %d, semaphore stayed at %d\n",
+                 spin.code == 2 ? "semaphore passed the wanted rank" : "semaphore wait timed out", spin.unit, spin.bh,
+                 spin.q_tile, spin.wanted_rank, spin.seen_value);
+    return kExitCheckFailed;
+  }
+  if (!pass) {
+    std::fprintf(stderr, "error: check failed (see the JSON line)\n");
+    return kExitCheckFailed;
+  }
+  return kExitOk;
+}
