@@ -17,6 +17,24 @@ pub enum Command {
     Bounds(BoundsArgs),
     /// Simulate schedules on P SMs: makespan, per-SM busy / waiting / idle time, optional timeline
     Simulate(SimulateArgs),
+    /// Search for a schedule of low simulated makespan (any mask, GQA) and certify it against lower bounds
+    Search(SearchArgs),
+    /// Draw a Gantt chart (one lane per SM) of simulated schedules or of a timeline file, as PNG or SVG
+    Gantt(GanttArgs),
+    /// Evaluate many shapes x schedules (default: the paper's 24 configurations): table, JSON, CSV, plot
+    Sweep(SweepArgs),
+    /// Write a report (Markdown + charts) of the default sweep and Gantt comparisons; needs no GPU
+    Report(ReportArgs),
+    /// Render one schedule into a CUDA program: sources, schedule data and the exact nvcc command
+    Codegen(CodegenArgs),
+    /// Generate, compile, run, check and time schedules on the GPU, beside their predictions
+    Run(RunArgs),
+    /// The paper's 24 configurations x schedules on the GPU, deterministic and not, beside the anchors
+    Bench(BenchArgs),
+    /// Fit the cost model (µs) from GPU traces of a few configurations and schedules; writes costs.json
+    Calibrate(CalibrateArgs),
+    /// Predicted against measured time over the paper's configurations; writes docs/validation.md
+    Validate(ValidateArgs),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -70,6 +88,9 @@ pub struct ShapeArgs {
     /// Document mask: attend to the whole document instead of causally within it
     #[arg(long)]
     pub doc_bidirectional: bool,
+    /// Document mask: draw document lengths between 512 and 8192 tokens from SEED to fill --seqlen
+    #[arg(long, value_name = "SEED", conflicts_with = "doc_lens")]
+    pub doc_random: Option<u64>,
     /// Block mask: JSON file with the active (q-tile, kv-tile) pairs, {"blocks": [[q, kv], ...]}
     #[arg(long, value_name = "FILE")]
     pub blocks: Option<PathBuf>,
@@ -85,9 +106,14 @@ pub struct ShapeArgs {
     /// Launch policy: in-order (non-persistent grid) or persistent (static assignment)
     #[arg(long, value_enum, default_value_t = LaunchArg::InOrder)]
     pub launch: LaunchArg,
-    /// Schedule: naive, descending, spt, shift, symmetric-shift, or all
+    /// Schedule: naive, descending, spt, shift, symmetric-shift, search, or all (the built-ins); comma-separated
     #[arg(long, default_value = "all", value_name = "NAME")]
     pub schedule: String,
+    /// Evaluate the schedule in FILE (docs/schedule-file.md) instead; it must be for this shape, mask and machine
+    #[arg(long, value_name = "FILE", conflicts_with = "schedule")]
+    pub schedule_file: Option<PathBuf>,
+    #[command(flatten)]
+    pub search: SearchBudgetArgs,
 
     /// The paper's idealized setting: P = N SMs, square tiles, --heads heads, constant costs, free hand-offs
     #[arg(long, requires = "tiles")]
@@ -127,6 +153,9 @@ pub struct CostArgs {
     /// Cost of one dK/dV reduction under GQA (default: --reduce)
     #[arg(long, value_name = "R")]
     pub dkv_reduce: Option<f64>,
+    /// Calibrated costs (µs) from `dashc calibrate` (docs/calibration.md); replace the flags above
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["compute", "compute_partial", "scale_by_fraction", "reduce", "handoff", "unit_start", "unit_finish", "dkv_reduce"])]
+    pub costs: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -136,6 +165,9 @@ pub struct BoundsArgs {
     /// Print one JSON object instead of a table
     #[arg(long)]
     pub json: bool,
+    /// Write the schedule to FILE as JSON (docs/schedule-file.md); needs a single schedule
+    #[arg(long, value_name = "FILE")]
+    pub save_schedule: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -151,4 +183,288 @@ pub struct SimulateArgs {
     /// Write the simulated timeline(s) as JSON to FILE (see docs/timeline-format.md)
     #[arg(long, value_name = "FILE")]
     pub timeline: Option<PathBuf>,
+    /// Write the schedule to FILE as JSON (docs/schedule-file.md); needs a single schedule
+    #[arg(long, value_name = "FILE")]
+    pub save_schedule: Option<PathBuf>,
+}
+
+/// `ShapeArgs` alone, to get its defaults for shapes that commands build themselves (sweep).
+#[derive(Debug, Parser)]
+pub struct ShapeOnly {
+    #[command(flatten)]
+    pub shape: ShapeArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct GanttArgs {
+    #[command(flatten)]
+    pub shape: ShapeArgs,
+    /// Output image: FILE.png or FILE.svg
+    #[arg(short, long, value_name = "FILE")]
+    pub out: PathBuf,
+    /// Stack these schedules (comma-separated) on one shared time axis; with --timeline, pick them from the file
+    #[arg(long, value_name = "A,B,...")]
+    pub compare: Option<String>,
+    /// Draw this timeline file (docs/timeline-format.md) instead of simulating; shape flags do not apply
+    #[arg(long, value_name = "FILE", conflicts_with_all = GANTT_SHAPE_FLAGS)]
+    pub timeline: Option<PathBuf>,
+    /// Image width in pixels
+    #[arg(long, default_value_t = 1600, value_name = "PX")]
+    pub width: u32,
+    /// Image height in pixels; default: from the number of SMs and schedules
+    #[arg(long, value_name = "PX")]
+    pub height: Option<u32>,
+}
+
+/// The simulation flags that a timeline file replaces.
+const GANTT_SHAPE_FLAGS: [&str; 33] = [
+    "batch",
+    "heads",
+    "kv_heads",
+    "seqlen",
+    "seqlen_k",
+    "head_dim",
+    "mask",
+    "window_left",
+    "window_right",
+    "doc_lens",
+    "doc_bidirectional",
+    "doc_random",
+    "blocks",
+    "block_m",
+    "block_n",
+    "sms",
+    "launch",
+    "schedule",
+    "schedule_file",
+    "budget_secs",
+    "iterations",
+    "search_seed",
+    "ideal",
+    "tiles",
+    "compute",
+    "compute_partial",
+    "scale_by_fraction",
+    "reduce",
+    "handoff",
+    "unit_start",
+    "unit_finish",
+    "dkv_reduce",
+    "costs",
+];
+
+/// A family of configurations (the DASH paper's 24 by default) and the flags they share; used by `sweep`
+/// and `bench`.
+#[derive(Debug, Clone, Args)]
+pub struct ConfigsArgs {
+    /// Sequence lengths (comma-separated); batch = --tokens / seqlen
+    #[arg(long, default_value = "512,1024,2048,4096,8192,16384", value_name = "LIST")]
+    pub seqlens: String,
+    /// Head dimensions (comma-separated); heads = --hidden / head dim
+    #[arg(long, default_value = "64,128", value_name = "LIST")]
+    pub head_dims: String,
+    /// Masks (comma-separated): full, causal
+    #[arg(long, default_value = "full,causal", value_name = "LIST")]
+    pub masks: String,
+    /// Schedules (comma-separated), or all; each configuration runs those that apply to it
+    #[arg(long, default_value = "all", value_name = "LIST")]
+    pub schedules: String,
+    /// Tokens per configuration: batch x seqlen
+    #[arg(long, default_value_t = 16384, value_name = "N")]
+    pub tokens: u32,
+    /// Hidden size: heads x head dim
+    #[arg(long, default_value_t = 2048, value_name = "N")]
+    pub hidden: u32,
+    /// Number of SMs (132 on H100/H200/H800)
+    #[arg(long, default_value_t = 132, value_name = "P")]
+    pub sms: u32,
+    /// Launch policy: in-order (non-persistent grid) or persistent (static assignment)
+    #[arg(long, value_enum, default_value_t = LaunchArg::InOrder)]
+    pub launch: LaunchArg,
+    #[command(flatten)]
+    pub costs: CostArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct SweepArgs {
+    #[command(flatten)]
+    pub configs: ConfigsArgs,
+    /// Also write the rows as JSON to FILE
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Also write the rows as CSV to FILE
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+    /// Plot relative throughput against seqlen, one panel per (head dim, mask): FILE.png or FILE.svg
+    #[arg(long, value_name = "FILE")]
+    pub plot: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Folder for report.md and the files it embeds (created if missing)
+    #[arg(long, default_value = "report", value_name = "DIR")]
+    pub out: PathBuf,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ArchArg {
+    Sm80,
+    Sm90a,
+}
+
+#[derive(Debug, Args)]
+pub struct CodegenArgs {
+    #[command(flatten)]
+    pub shape: ShapeArgs,
+    /// Output directory for the sources, schedule.txt and nvcc-command.txt
+    #[arg(short, long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// Build the non-deterministic variant (atomic dQ adds, no semaphores)
+    #[arg(long)]
+    pub nondeterministic: bool,
+    /// Target architectures (comma-separated)
+    #[arg(long, value_enum, value_delimiter = ',', default_values_t = [ArchArg::Sm80, ArchArg::Sm90a])]
+    pub arch: Vec<ArchArg>,
+}
+
+/// Options of the GPU runs shared by `run` and `bench`.
+#[derive(Debug, Clone, Args)]
+pub struct GpuArgs {
+    /// Timed repetitions per kernel (the median is reported)
+    #[arg(long, default_value_t = 20, value_name = "N")]
+    pub reps: u32,
+    /// Always check against the FP32 reference (default: only when seqlen <= 4096)
+    #[arg(long, conflicts_with = "no_check")]
+    pub check: bool,
+    /// Never run the FP32 reference check
+    #[arg(long)]
+    pub no_check: bool,
+    /// Seed of the random inputs
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub seed: u64,
+    /// Where generated programs are built (one folder per kernel configuration, reused when unchanged)
+    #[arg(long, default_value = "target/dashc-run", value_name = "DIR")]
+    pub work_dir: PathBuf,
+    /// Architecture to build for (default: the GPU's; sm_90a on Hopper)
+    #[arg(long, value_enum)]
+    pub arch: Option<ArchArg>,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub shape: ShapeArgs,
+    #[command(flatten)]
+    pub gpu: GpuArgs,
+    /// Also run the non-deterministic variant of each schedule (atomic dQ adds): the cost of determinism
+    #[arg(long)]
+    pub nondeterministic: bool,
+    /// Print one JSON object instead of a table
+    #[arg(long)]
+    pub json: bool,
+    /// Also run the trace build of the (single) schedule and write its measured timeline to FILE
+    /// (docs/timeline-format.md); prints the trace overhead
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    #[command(flatten)]
+    pub gpu: GpuArgs,
+    #[command(flatten)]
+    pub configs: ConfigsArgs,
+    /// Folder for the JSON results
+    #[arg(long, default_value = "bench/results", value_name = "DIR")]
+    pub out: PathBuf,
+}
+
+/// The budget of a schedule search (`--schedule search`, `dashc search`); see docs/search.md.
+#[derive(Debug, Clone, Args)]
+pub struct SearchBudgetArgs {
+    /// Search: stop after S seconds (default: 10 for dashc search; --schedule search uses 400 iterations)
+    #[arg(long, value_name = "S", conflicts_with = "iterations")]
+    pub budget_secs: Option<f64>,
+    /// Search: stop after N candidate moves (the same result on any machine and thread count)
+    #[arg(long, value_name = "N")]
+    pub iterations: Option<u64>,
+    /// Search: seed of the move streams [default: 0]
+    #[arg(long, value_name = "N")]
+    pub search_seed: Option<u64>,
+}
+
+#[derive(Debug, Args)]
+pub struct SearchArgs {
+    #[command(flatten)]
+    pub shape: ShapeArgs,
+    /// Seed of the search (the same as --search-seed) [default: 0]
+    #[arg(long, value_name = "N", conflicts_with = "search_seed")]
+    pub seed: Option<u64>,
+    /// Write the searched schedule to FILE as JSON (docs/schedule-file.md)
+    #[arg(long, value_name = "FILE")]
+    pub save_schedule: Option<PathBuf>,
+    /// Start only from list-scheduling seeds, not from the built-in schedules (they are still compared)
+    #[arg(long)]
+    pub no_builtin_seeds: bool,
+    /// Print every improvement to stderr with the time it was found
+    #[arg(long)]
+    pub progress: bool,
+    /// Print one JSON object instead of a table
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct CalibrateArgs {
+    #[command(flatten)]
+    pub gpu: GpuArgs,
+    /// Sequence lengths to trace (comma-separated); batch = --tokens / seqlen
+    #[arg(long, default_value = "2048,8192", value_name = "LIST")]
+    pub seqlens: String,
+    /// Head dimensions (comma-separated); heads = --hidden / head dim; one costs entry each
+    #[arg(long, default_value = "64,128", value_name = "LIST")]
+    pub head_dims: String,
+    /// Masks (comma-separated): full, causal
+    #[arg(long, default_value = "full,causal", value_name = "LIST")]
+    pub masks: String,
+    /// Schedules to trace (those that apply to each configuration): some with waits, some with free hand-offs
+    #[arg(long, default_value = "naive,descending,shift", value_name = "LIST")]
+    pub schedules: String,
+    /// Tokens per configuration: batch x seqlen
+    #[arg(long, default_value_t = 16384, value_name = "N")]
+    pub tokens: u32,
+    /// Hidden size: heads x head dim
+    #[arg(long, default_value_t = 2048, value_name = "N")]
+    pub hidden: u32,
+    /// Number of SMs (132 on H100/H200/H800)
+    #[arg(long, default_value_t = 132, value_name = "P")]
+    pub sms: u32,
+    /// Output cost file
+    #[arg(short, long, default_value = "costs.json", value_name = "FILE")]
+    pub out: PathBuf,
+    /// Keep the raw traces (docs/trace-format.md) in DIR
+    #[arg(long, value_name = "DIR")]
+    pub keep_traces: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct ValidateArgs {
+    #[command(flatten)]
+    pub gpu: GpuArgs,
+    /// The configurations (default: the paper's 24); --costs FILE (from dashc calibrate) is required
+    #[command(flatten)]
+    pub configs: ConfigsArgs,
+    /// Write the measurements to FILE (JSON), and the measured Gantt timelines beside it
+    #[arg(long, value_name = "FILE")]
+    pub raw: Option<PathBuf>,
+    /// Do not run the GPU: read the measurements of an earlier --raw FILE and write the report
+    #[arg(long, value_name = "FILE", conflicts_with = "raw")]
+    pub from_raw: Option<PathBuf>,
+    /// The report; its charts are written beside it
+    #[arg(long, default_value = "docs/validation.md", value_name = "FILE")]
+    pub doc: PathBuf,
+    /// Sequence length of the Gantt pairs (head dim 128; full: shift, causal: descending)
+    #[arg(long, default_value_t = 512, value_name = "TOKENS")]
+    pub gantt_seqlen: u32,
 }

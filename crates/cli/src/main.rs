@@ -4,12 +4,22 @@
 //! `commands/`, and all theory lives in the library crates. Only this crate reads files, the environment or
 //! the clock, spawns processes, or prints.
 
+mod anchors;
 mod args;
 mod commands;
+mod costs_file;
+mod docgen;
 mod exit;
+mod gpu;
+mod measure;
 mod output;
+mod plot;
+mod searching;
 mod setup;
+mod sweep;
 mod timeline;
+mod trace;
+mod traced;
 
 use std::process::ExitCode;
 
@@ -24,6 +34,15 @@ fn main() -> ExitCode {
     let result = match cli.command {
         args::Command::Bounds(a) => commands::bounds::run(a),
         args::Command::Simulate(a) => commands::simulate::run(a),
+        args::Command::Search(a) => commands::search::run(a),
+        args::Command::Gantt(a) => commands::gantt::run(a),
+        args::Command::Sweep(a) => commands::sweep::run(a),
+        args::Command::Report(a) => commands::report::run(a),
+        args::Command::Codegen(a) => commands::codegen::run(a),
+        args::Command::Run(a) => commands::run::run(a),
+        args::Command::Bench(a) => commands::bench::run(a),
+        args::Command::Calibrate(a) => commands::calibrate::run(a),
+        args::Command::Validate(a) => commands::validate::run(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -152,9 +152,13 @@ pub fn header(s: &Setup) -> String {
     }
     let _ = writeln!(
         out,
-        "machine: {} SMs, {} launch; costs: {costs} (time unit: one full tile's compute)",
+        "machine: {} SMs, {} launch; costs: {costs} ({})",
         s.machine.sms,
-        s.machine.launch.name()
+        s.machine.launch.name(),
+        match &s.calibrated {
+            Some(c) => format!("µs, calibrated on {} from {}", c.gpu, c.path.display()),
+            None => "time unit: one full tile's compute".to_string(),
+        }
     );
     out
 }

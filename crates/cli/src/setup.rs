@@ -13,6 +13,7 @@ use serde::Deserialize;
 
 use crate::args::{LaunchArg, MaskArg, ShapeArgs};
 use crate::exit::bad_input;
+pub use crate::searching::{LoadedSchedule, SearchRequest};
 
 /// A fully resolved analysis request.
 #[derive(Debug, Clone)]
@@ -27,6 +28,19 @@ pub struct Setup {
     /// `--schedule all`: schedules that do not apply are reported as skipped rather than failing.
     pub all: bool,
     pub ideal: bool,
+    /// `--schedule search`: a search to run, reported after the built-ins (see `searching`).
+    pub search: Option<SearchRequest>,
+    /// `--schedule-file`: a schedule loaded from a file and validated, reported after the built-ins.
+    pub schedule_file: Option<LoadedSchedule>,
+    /// `--costs FILE`: the costs are calibrated (µs) on this GPU; `None` for the uncalibrated defaults.
+    pub calibrated: Option<Calibrated>,
+}
+
+/// Where calibrated costs came from.
+#[derive(Debug, Clone)]
+pub struct Calibrated {
+    pub gpu: String,
+    pub path: std::path::PathBuf,
 }
 
 /// The result for one requested schedule: what the caller kept of its evaluation, or why it was skipped.
@@ -44,7 +58,12 @@ struct BlocksFile {
 
 impl Setup {
     pub fn from_args(a: &ShapeArgs) -> Result<Setup> {
-        let (schedules, all) = parse_schedules(&a.schedule)?;
+        let (mut schedules, mut all, wants_search) = parse_schedules(&a.schedule)?;
+        if a.schedule_file.is_some() {
+            // The file is the schedule to evaluate (clap refuses --schedule beside it).
+            (schedules, all) = (Vec::new(), false);
+        }
+        let search = SearchRequest::from_args(a, wants_search)?;
         let mask = build_mask(a)?;
         let (spec, sms) = if a.ideal {
             let n = a.tiles.ok_or_else(|| bad_input("--ideal needs --tiles N"))?;
@@ -83,7 +102,7 @@ impl Setup {
             return Err(bad_input("--sms must be at least 1"));
         }
         let c = &a.costs;
-        let costs = CostModel {
+        let mut costs = CostModel {
             compute: c.compute,
             compute_partial: c.compute_partial,
             scale_by_fraction: c.scale_by_fraction,
@@ -93,13 +112,43 @@ impl Setup {
             unit_finish: c.unit_finish,
             dkv_reduce: c.dkv_reduce.unwrap_or(c.reduce),
         };
+        let mut calibrated = None;
+        if let Some(path) = &c.costs {
+            if a.ideal {
+                return Err(bad_input("--ideal uses the idealized costs: leave out --costs"));
+            }
+            // The file's costs replace the defaults; it must hold an entry for this kernel build.
+            let file = crate::costs_file::CostsFile::load(path)?;
+            costs = file.entry(path, problem.head_dim(), problem.block_m(), problem.block_n())?.costs;
+            calibrated = Some(Calibrated { gpu: file.gpu.clone(), path: path.clone() });
+        }
         costs.check()?;
         let launch = match a.launch {
             LaunchArg::InOrder => LaunchPolicy::InOrder,
             LaunchArg::Persistent => LaunchPolicy::Persistent,
         };
         let tile_mask = Arc::new(TileMask::new(&problem, &mask)?);
-        Ok(Setup { problem, mask, tile_mask, machine: Machine { sms, launch }, costs, schedules, all, ideal: a.ideal })
+        let machine = Machine { sms, launch };
+        let mut setup = Setup {
+            problem,
+            mask,
+            tile_mask,
+            machine,
+            costs,
+            schedules,
+            all,
+            ideal: a.ideal,
+            search,
+            schedule_file: None,
+            calibrated,
+        };
+        setup.schedule_file = a.schedule_file.as_deref().map(|path| LoadedSchedule::read(path, &setup)).transpose()?;
+        Ok(setup)
+    }
+
+    /// The unit of every time this setup predicts: microseconds once calibrated, else one full tile's compute.
+    pub fn time_unit(&self) -> &'static str {
+        if self.calibrated.is_some() { "us" } else { "tile-compute" }
     }
 
     /// Builds and evaluates every requested schedule, in parallel, keeping only what `keep` extracts from each
@@ -110,7 +159,8 @@ impl Setup {
         record_timeline: bool,
         keep: impl Fn(Evaluation) -> T + Sync,
     ) -> Result<Vec<Outcome<T>>> {
-        self.schedules
+        let mut outcomes = self
+            .schedules
             .par_iter()
             .map(|&kind| {
                 if let Err(reason) = kind.check_applicable(&self.problem, &self.mask) {
@@ -125,22 +175,36 @@ impl Setup {
                 let eval = evaluate(schedule, &self.costs, record_timeline)?;
                 Ok(Outcome::Done(keep(eval)))
             })
-            .collect()
+            .collect::<Result<Vec<_>>>()?;
+        // A loaded file, then the search: after the built-ins, whatever order --schedule named them in.
+        outcomes.extend(crate::searching::evaluate_extra(self, record_timeline, &keep)?);
+        Ok(outcomes)
     }
 }
 
-fn parse_schedules(s: &str) -> Result<(Vec<ScheduleKind>, bool)> {
-    if s == "all" {
-        return Ok((ScheduleKind::ALL.to_vec(), true));
-    }
-    let mut kinds = Vec::new();
-    for name in s.split(',') {
-        let kind: ScheduleKind = name.trim().parse().map_err(bad_input)?;
-        if !kinds.contains(&kind) {
-            kinds.push(kind);
+/// The built-ins `--schedule` names, whether it said `all` (every built-in, inapplicable ones skipped), and
+/// whether it asked for `search`.
+fn parse_schedules(s: &str) -> Result<(Vec<ScheduleKind>, bool, bool)> {
+    let (mut kinds, mut all, mut search) = (Vec::new(), false, false);
+    for name in s.split(',').map(str::trim) {
+        let named = match name {
+            "all" => {
+                all = true;
+                ScheduleKind::ALL.to_vec()
+            }
+            crate::searching::SEARCH => {
+                search = true;
+                Vec::new()
+            }
+            _ => vec![name.parse::<ScheduleKind>().map_err(|e| bad_input(e.replace(" or all", ", search or all")))?],
+        };
+        for kind in named {
+            if !kinds.contains(&kind) {
+                kinds.push(kind);
+            }
         }
     }
-    Ok((kinds, false))
+    Ok((kinds, all, search))
 }
 
 fn build_mask(a: &ShapeArgs) -> Result<Mask> {
@@ -148,8 +212,8 @@ fn build_mask(a: &ShapeArgs) -> Result<Mask> {
     if a.mask != MaskArg::SlidingWindow && (a.window_left.is_some() || a.window_right.is_some()) {
         return Err(stray("--window-left/--window-right", "sliding-window"));
     }
-    if a.mask != MaskArg::Document && (!a.doc_lens.is_empty() || a.doc_bidirectional) {
-        return Err(stray("--doc-lens/--doc-bidirectional", "document"));
+    if a.mask != MaskArg::Document && (!a.doc_lens.is_empty() || a.doc_bidirectional || a.doc_random.is_some()) {
+        return Err(stray("--doc-lens/--doc-random/--doc-bidirectional", "document"));
     }
     if a.mask != MaskArg::Blocks && a.blocks.is_some() {
         return Err(stray("--blocks", "blocks"));
@@ -164,10 +228,16 @@ fn build_mask(a: &ShapeArgs) -> Result<Mask> {
             Mask::SlidingWindow { left: a.window_left, right: Some(a.window_right.unwrap_or(0)) }
         }
         MaskArg::Document => {
-            if a.doc_lens.is_empty() {
-                return Err(bad_input("--mask document needs --doc-lens, e.g. --doc-lens 4096,8192,4096"));
-            }
-            Mask::Document { lens: a.doc_lens.clone(), causal: !a.doc_bidirectional }
+            let lens = match a.doc_random {
+                Some(seed) => crate::docgen::random_documents(a.seqlen, seed),
+                None if a.doc_lens.is_empty() => {
+                    return Err(bad_input(
+                        "--mask document needs --doc-lens (e.g. --doc-lens 4096,8192,4096) or --doc-random SEED",
+                    ));
+                }
+                None => a.doc_lens.clone(),
+            };
+            Mask::Document { lens, causal: !a.doc_bidirectional }
         }
         MaskArg::Blocks => {
             let path = a.blocks.as_deref().ok_or_else(|| bad_input("--mask blocks needs --blocks FILE"))?;

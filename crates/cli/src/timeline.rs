@@ -2,7 +2,7 @@
 //! SM, in one documented format (docs/timeline-format.md) that `gantt --timeline` draws.
 
 use dag_model::{Mask, ProblemSpec};
-use schedulers::{Machine, Segment, SegmentKind};
+use schedulers::{CostModel, Machine, Segment, SegmentKind};
 use serde::{Deserialize, Serialize};
 
 use crate::output::SCHEMA_VERSION;
@@ -22,6 +22,9 @@ pub struct TimelineFile {
     pub problem: ProblemSpec,
     pub mask: Mask,
     pub machine: Machine,
+    /// The cost model of a prediction; absent in measured traces and in files written before it was added.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub costs: Option<CostModel>,
     pub schedules: Vec<TimelineSchedule>,
 }
 
@@ -70,11 +73,99 @@ impl TimelineFile {
             format: FORMAT.to_string(),
             schema_version: SCHEMA_VERSION,
             source: "predicted".to_string(),
-            time_unit: "tile-compute".to_string(),
+            time_unit: setup.time_unit().to_string(),
             problem: setup.problem.spec(),
             mask: setup.mask.clone(),
             machine: setup.machine,
+            costs: Some(setup.costs),
             schedules,
         }
+    }
+}
+
+/// Time units a timeline may use: uncalibrated predictions count in tiles' compute, calibrated predictions and
+/// GPU traces in microseconds (or the raw nanoseconds / cycles a trace was taken in).
+pub const TIME_UNITS: [&str; 4] = ["tile-compute", "us", "ns", "cycles"];
+
+/// The axis label of a time unit.
+pub fn time_unit_label(unit: &str) -> &str {
+    match unit {
+        "tile-compute" => "tile-compute units",
+        "us" => "µs",
+        other => other,
+    }
+}
+
+impl TimelineFile {
+    /// Reads and checks a timeline file; every defect is a one-line bad-input error naming the file.
+    pub fn load(path: &std::path::Path) -> anyhow::Result<TimelineFile> {
+        let invalid = |why: String| crate::exit::bad_input(format!("invalid timeline file {}: {why}", path.display()));
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| crate::exit::bad_input(format!("cannot read timeline file {}: {e}", path.display())))?;
+        let file: TimelineFile = serde_json::from_str(&text).map_err(|e| invalid(e.to_string()))?;
+        file.check().map_err(invalid)?;
+        Ok(file)
+    }
+
+    /// What a reader may rely on beyond the JSON shape: known format, version, source and unit; a valid
+    /// problem; and segments that lie on the machine's SMs with finite, ordered times.
+    fn check(&self) -> Result<(), String> {
+        if self.format != FORMAT {
+            return Err(format!("format is '{}', expected '{FORMAT}'", self.format));
+        }
+        if self.schema_version != SCHEMA_VERSION {
+            return Err(format!(
+                "schema_version {} is not supported (this dashc reads {SCHEMA_VERSION})",
+                self.schema_version
+            ));
+        }
+        if !matches!(self.source.as_str(), "predicted" | "measured") {
+            return Err(format!("source is '{}', expected 'predicted' or 'measured'", self.source));
+        }
+        if !TIME_UNITS.contains(&self.time_unit.as_str()) {
+            return Err(format!("time_unit is '{}', expected one of {}", self.time_unit, TIME_UNITS.join(", ")));
+        }
+        let problem = dag_model::Problem::new(self.problem).map_err(|e| format!("problem: {e}"))?;
+        if self.machine.sms == 0 {
+            return Err("machine.sms must be at least 1".into());
+        }
+        if self.schedules.is_empty() {
+            return Err("it holds no schedule".into());
+        }
+        for (i, s) in self.schedules.iter().enumerate() {
+            if s.schedule.is_empty() {
+                return Err(format!("schedule {i} has an empty name"));
+            }
+            if self.schedules[..i].iter().any(|o| o.schedule == s.schedule) {
+                return Err(format!("schedule '{}' appears twice", s.schedule));
+            }
+            let time_ok = |x: f64| x.is_finite() && x >= 0.0;
+            if !time_ok(s.makespan) || s.best_bound.is_some_and(|b| !time_ok(b)) {
+                return Err(format!("schedule '{}': makespan and best_bound must be finite and >= 0", s.schedule));
+            }
+            for (k, seg) in s.segments.iter().enumerate() {
+                let at = || format!("schedule '{}', segment {k}", s.schedule);
+                if seg.sm >= self.machine.sms {
+                    return Err(format!("{}: sm {} is outside the machine's {} SMs", at(), seg.sm, self.machine.sms));
+                }
+                if seg.bh >= problem.bh_count() {
+                    return Err(format!(
+                        "{}: bh {} is outside the problem's {} heads",
+                        at(),
+                        seg.bh,
+                        problem.bh_count()
+                    ));
+                }
+                if !time_ok(seg.start) || !seg.end.is_finite() || seg.end < seg.start {
+                    return Err(format!(
+                        "{}: start {} and end {} must be finite with 0 <= start <= end",
+                        at(),
+                        seg.start,
+                        seg.end
+                    ));
+                }
+            }
+        }
+        Ok(())
     }
 }

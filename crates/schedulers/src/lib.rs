@@ -3,17 +3,22 @@
 //! A schedule fixes (1) the launch order of work units, (2) each unit's visit order and (3) every dQ tile's
 //! accumulation order. This crate builds the built-in schedules of `docs/model.md` (naive, descending, spt,
 //! shift, symmetric-shift), validates any schedule (structure, acyclicity, deadlock freedom on P SMs), and
-//! evaluates it: critical path, lower bounds, and a discrete-event simulation on a finite machine.
+//! evaluates it: critical path, lower bounds, and a discrete-event simulation on a finite machine. `search`
+//! looks for a schedule of low simulated makespan for any mask and for GQA (docs/search.md), and
+//! `ScheduleFile` is the serde form of a schedule (docs/schedule-file.md).
 //!
 //! It does no I/O: no files, no environment, no printing. Inputs and outputs are plain values.
 
 mod bounds;
 mod builtin;
+pub mod calibrate;
 mod cost;
 mod error;
 mod evaluate;
+mod file;
 mod machine;
 mod schedule;
+mod search;
 mod simulate;
 
 pub use bounds::Bounds;
@@ -21,8 +26,13 @@ pub use builtin::ScheduleKind;
 pub use cost::CostModel;
 pub use error::ScheduleError;
 pub use evaluate::{Evaluation, EvaluationSummary, evaluate};
+pub use file::{FILE_FORMAT, FILE_SCHEMA_VERSION, FileHeader, Provenance, ScheduleFile, ScheduleFileError, UnitRecord};
 pub use machine::{LaunchPolicy, Machine};
 pub use schedule::Schedule;
+pub use search::{
+    BuiltinResult, CANDIDATES_PER_ROUND, ProblemBounds, Progress, SearchConfig, SearchError, SearchResult, SeedResult,
+    search,
+};
 pub use simulate::{Segment, SegmentKind, Simulation, SmStats, simulate};
 
 pub use dag_model::{Mask, Order, Problem, ProblemSpec, TileMask, Unit, Visit};

@@ -5,6 +5,7 @@ use serde::Serialize;
 
 use crate::args::BoundsArgs;
 use crate::output::{Kept, ProblemJson, ResultJson, SCHEMA_VERSION, header, num, result_json, table};
+use crate::searching::{check_save, save_and_strip, schedule_file_text};
 use crate::setup::{Outcome, Setup};
 
 #[derive(Serialize)]
@@ -17,7 +18,11 @@ struct BoundsJson<'a> {
 
 pub fn run(args: BoundsArgs) -> Result<()> {
     let setup = Setup::from_args(&args.shape)?;
-    let outcomes = setup.evaluate_each(false, |e| Kept::of(&e, ()))?;
+    let save = args.save_schedule.as_deref();
+    check_save(&setup, save)?;
+    let outcomes =
+        setup.evaluate_each(false, |e| (Kept::of(&e, ()), save.map(|_| schedule_file_text(&e, &setup.costs))))?;
+    let outcomes = save_and_strip(outcomes, save)?;
     if args.json {
         let doc = BoundsJson {
             schema_version: SCHEMA_VERSION,

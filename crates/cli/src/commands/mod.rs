@@ -1,2 +1,12 @@
+pub mod bench;
 pub mod bounds;
+pub mod calibrate;
+pub mod codegen;
+pub mod gantt;
+pub mod report;
+pub mod run;
+pub mod search;
 pub mod simulate;
+pub mod sweep;
+pub mod trace_run;
+pub mod validate;

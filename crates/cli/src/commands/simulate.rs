@@ -7,6 +7,7 @@ use serde::Serialize;
 use crate::args::SimulateArgs;
 use crate::exit::bad_input;
 use crate::output::{Kept, ProblemJson, ResultJson, SCHEMA_VERSION, header, num, result_json, table, write_file};
+use crate::searching::{check_save, save_and_strip, schedule_file_text};
 use crate::setup::{Outcome, Setup};
 use crate::timeline::{SegmentJson, TimelineFile, TimelineSchedule};
 
@@ -64,7 +65,13 @@ pub fn run(args: SimulateArgs) -> Result<()> {
             )));
         }
     }
-    let outcomes = setup.evaluate_each(want_timeline, |e| keep(e, want_timeline))?;
+    let save = args.save_schedule.as_deref();
+    check_save(&setup, save)?;
+    let outcomes = setup.evaluate_each(want_timeline, |e| {
+        let text = save.map(|_| schedule_file_text(&e, &setup.costs));
+        (keep(e, want_timeline), text)
+    })?;
+    let outcomes = save_and_strip(outcomes, save)?;
     if let Some(path) = &args.timeline {
         let schedules = outcomes.iter().filter_map(|o| match o {
             Outcome::Done(k) => k.extra.timeline.clone(),

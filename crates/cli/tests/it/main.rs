@@ -2,4 +2,9 @@
 
 mod analyze;
 mod bad_input;
+mod calibration;
+mod charts;
 mod common;
+mod gpu_commands;
+mod search;
+mod sweep;

@@ -5,3 +5,4 @@ mod closed_forms;
 mod common;
 mod errors;
 mod properties;
+mod search;

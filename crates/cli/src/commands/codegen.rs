@@ -1,0 +1,43 @@
+//! `dashc codegen`: one validated schedule rendered into a self-checking CUDA program, written to a folder with
+//! the exact nvcc command that builds it.
+
+use anyhow::Result;
+use codegen::{Arch, Templates, generate};
+
+use crate::args::{ArchArg, CodegenArgs};
+use crate::exit::bad_input;
+use crate::gpu::{kernel_config, write_generated};
+use crate::setup::{Outcome, Setup};
+
+pub fn arch_of(a: ArchArg) -> Arch {
+    match a {
+        ArchArg::Sm80 => Arch::Sm80,
+        ArchArg::Sm90a => Arch::Sm90a,
+    }
+}
+
+pub fn run(args: CodegenArgs) -> Result<()> {
+    let setup = Setup::from_args(&args.shape)?;
+    // One schedule: a built-in, the searched one or one loaded with --schedule-file, all through the same
+    // evaluation path as the analyzer, so the kernel runs exactly what `bounds` reports.
+    let requested = setup.schedules.len() + setup.search.is_some() as usize + setup.schedule_file.is_some() as usize;
+    if requested != 1 {
+        return Err(bad_input("codegen renders one schedule: pick it with --schedule NAME (or --schedule-file FILE)"));
+    }
+    let mut outcomes = setup.evaluate_each(false, |e| e.schedule)?;
+    let schedule = match outcomes.pop() {
+        Some(Outcome::Done(s)) => s,
+        Some(Outcome::Skipped { reason, .. }) => return Err(bad_input(reason)),
+        None => return Err(bad_input("no schedule was selected")),
+    };
+    let mut archs: Vec<Arch> = args.arch.iter().map(|&a| arch_of(a)).collect();
+    archs.dedup();
+    let mut config = kernel_config(&setup.problem, &setup.mask, !args.nondeterministic, archs[0])?;
+    config.archs = archs;
+    let generated = generate(&schedule, &config, &Templates::embedded()).map_err(|e| bad_input(e.to_string()))?;
+    write_generated(&args.out, &generated)?;
+    println!("wrote {} files for {} ({}) to {}", generated.files.len(), schedule.name(), config, args.out.display());
+    println!("build: cd {} && {}", args.out.display(), generated.nvcc);
+    println!("run:   ./{} {}", generated.binary, generated.schedule_file);
+    Ok(())
+}

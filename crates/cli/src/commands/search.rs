@@ -1,0 +1,237 @@
+//! `dashc search`: search for a schedule of low simulated makespan, show it beside the built-ins with its
+//! certificate (lower bounds and the gap to them), and optionally save it (docs/schedule-file.md).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+use schedulers::{EvaluationSummary, ProblemBounds, Progress, ScheduleKind, evaluate};
+use serde::Serialize;
+
+use crate::args::SearchArgs;
+use crate::output::{ProblemJson, SCHEMA_VERSION, header, num, table, write_file};
+use crate::searching::{self, Budget, DEFAULT_SEARCH_SECS, SEARCH, schedule_file_text};
+use crate::setup::Setup;
+
+#[derive(Serialize)]
+struct BudgetJson {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    secs: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    iterations: Option<u64>,
+}
+
+#[derive(Serialize)]
+struct SearchInfo {
+    seed: u64,
+    budget: BudgetJson,
+    /// Candidate moves evaluated (repeat with `--iterations` this and the same seed for the same result).
+    iterations: u64,
+    improvements: u64,
+    candidates_per_round: u64,
+    builtin_seeds: bool,
+    /// The starting point the result descends from.
+    origin: String,
+}
+
+#[derive(Serialize)]
+struct ResultJson {
+    schedule: &'static str,
+    /// Makespan and this schedule's own bounds (work / P, longest unit, critical path).
+    #[serde(flatten)]
+    summary: EvaluationSummary,
+    /// Bounds that hold for every schedule of the problem.
+    problem_bounds: ProblemBounds,
+    /// The largest of all bounds, and how far the makespan is above it.
+    certified_bound: f64,
+    certified_gap_percent: f64,
+}
+
+#[derive(Serialize)]
+struct BuiltinJson {
+    schedule: &'static str,
+    status: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    makespan: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<String>,
+}
+
+#[derive(Serialize)]
+struct BestBuiltinJson {
+    schedule: &'static str,
+    makespan: f64,
+    /// How much lower the searched makespan is, in percent of the built-in's.
+    improvement_percent: f64,
+}
+
+#[derive(Serialize)]
+struct SeedJson {
+    name: String,
+    makespan: f64,
+}
+
+#[derive(Serialize)]
+struct SearchJson<'a> {
+    schema_version: u32,
+    command: &'static str,
+    problem: ProblemJson<'a>,
+    search: SearchInfo,
+    result: ResultJson,
+    builtins: Vec<BuiltinJson>,
+    best_builtin: Option<BestBuiltinJson>,
+    seeds: Vec<SeedJson>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    saved_to: Option<String>,
+}
+
+pub fn run(args: SearchArgs) -> Result<()> {
+    let mut shape = args.shape.clone();
+    if shape.search.budget_secs.is_none() && shape.search.iterations.is_none() {
+        shape.search.budget_secs = Some(DEFAULT_SEARCH_SECS);
+    }
+    if args.seed.is_some() {
+        shape.search.search_seed = args.seed;
+    }
+    // `--schedule` names the built-ins to compare with (and start from); the search itself is implied.
+    shape.schedule = format!("{},{SEARCH}", shape.schedule);
+    let setup = Setup::from_args(&shape)?;
+    let req = setup.search.clone().expect("the search was asked for above");
+    let builtins = if setup.schedule_file.is_some() { ScheduleKind::ALL.to_vec() } else { setup.schedules.clone() };
+
+    let shown = AtomicU64::new(u64::MAX);
+    let on_round = |p: &Progress, t: Duration| {
+        if args.progress && shown.swap(p.improvements, Ordering::Relaxed) != p.improvements {
+            eprintln!("{:>9.3} s  iteration {:>8}  makespan {}", t.as_secs_f64(), p.iterations, num(p.makespan));
+        }
+    };
+    let started = Instant::now();
+    let result = searching::run(&setup, &req, builtins, !args.no_builtin_seeds, &on_round)?;
+    let elapsed = started.elapsed();
+    let eval = evaluate(result.schedule.clone(), &setup.costs, false)?;
+    if let Some(path) = &args.save_schedule {
+        write_file(path, &schedule_file_text(&eval, &setup.costs))?;
+    }
+
+    let bound_any = result.problem_bounds.best();
+    let certified = bound_any.max(eval.bounds.best());
+    let gap = |makespan: f64, bound: f64| if bound > 0.0 { (makespan / bound - 1.0) * 100.0 } else { 0.0 };
+    let best_builtin = result.best_builtin().map(|(kind, makespan)| BestBuiltinJson {
+        schedule: kind.name(),
+        makespan,
+        improvement_percent: if makespan > 0.0 { (1.0 - eval.makespan() / makespan) * 100.0 } else { 0.0 },
+    });
+
+    if args.json {
+        let doc = SearchJson {
+            schema_version: SCHEMA_VERSION,
+            command: "search",
+            problem: ProblemJson::of(&setup),
+            search: SearchInfo {
+                seed: req.seed,
+                budget: match req.budget {
+                    Budget::Secs(s) => BudgetJson { secs: Some(s), iterations: None },
+                    Budget::Iterations(n) => BudgetJson { secs: None, iterations: Some(n) },
+                },
+                iterations: result.iterations,
+                improvements: result.improvements,
+                candidates_per_round: schedulers::CANDIDATES_PER_ROUND,
+                builtin_seeds: !args.no_builtin_seeds,
+                origin: result.origin.clone(),
+            },
+            result: ResultJson {
+                schedule: SEARCH,
+                summary: eval.summary(),
+                problem_bounds: result.problem_bounds,
+                certified_bound: certified,
+                certified_gap_percent: gap(eval.makespan(), certified),
+            },
+            builtins: result
+                .builtins
+                .iter()
+                .map(|b| match &b.makespan {
+                    Ok(m) => BuiltinJson { schedule: b.kind.name(), status: "ok", makespan: Some(*m), reason: None },
+                    Err(r) => BuiltinJson {
+                        schedule: b.kind.name(),
+                        status: "skipped",
+                        makespan: None,
+                        reason: Some(r.clone()),
+                    },
+                })
+                .collect(),
+            best_builtin,
+            seeds: result.seeds.iter().map(|s| SeedJson { name: s.name.clone(), makespan: s.makespan }).collect(),
+            saved_to: args.save_schedule.as_ref().map(|p| p.display().to_string()),
+        };
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+        return Ok(());
+    }
+
+    print!("{}", header(&setup));
+    println!();
+    println!(
+        "search: {} iterations in {:.1} s (seed {}), {} improvements, from {}",
+        result.iterations,
+        elapsed.as_secs_f64(),
+        req.seed,
+        result.improvements,
+        result.origin
+    );
+    println!("  the same schedule again: --iterations {} --search-seed {}", result.iterations, req.seed);
+    println!();
+    let mut rows = vec![vec![
+        SEARCH.to_string(),
+        num(eval.makespan()),
+        format!("{:.2}%", gap(eval.makespan(), bound_any)),
+        String::new(),
+    ]];
+    let mut builtins: Vec<(&'static str, f64)> =
+        result.builtins.iter().filter_map(|b| b.makespan.as_ref().ok().map(|&m| (b.kind.name(), m))).collect();
+    builtins.sort_by(|a, b| a.1.total_cmp(&b.1));
+    for (name, m) in &builtins {
+        rows.push(vec![
+            name.to_string(),
+            num(*m),
+            format!("{:.2}%", gap(*m, bound_any)),
+            format!("{:+.2}%", (m / eval.makespan() - 1.0) * 100.0),
+        ]);
+    }
+    print!("{}", table(&["schedule", "makespan", "above bound", "vs search"], &rows));
+    for b in &result.builtins {
+        if let Err(reason) = &b.makespan {
+            println!("{}: skipped, {reason}", b.kind.name());
+        }
+    }
+    println!();
+    let pb = &result.problem_bounds;
+    println!(
+        "bound, any schedule: {} = max(work / P {}, longest column {}, column packing {}, reduction chain {})",
+        num(bound_any),
+        num(pb.work),
+        num(pb.longest_column),
+        num(pb.column_packing),
+        num(pb.reduction_chain)
+    );
+    let b = &eval.bounds;
+    println!(
+        "certificate: makespan {} >= best bound {} (this schedule: work / P {}, longest unit {}, critical path {}): gap {:.2}%",
+        num(eval.makespan()),
+        num(certified),
+        num(b.work),
+        num(b.longest_unit),
+        num(b.critical_path),
+        gap(eval.makespan(), certified)
+    );
+    if let Some(best) = &best_builtin {
+        println!(
+            "best built-in: {} {}; search is {:.2}% lower",
+            best.schedule,
+            num(best.makespan),
+            best.improvement_percent
+        );
+    }
+    if let Some(path) = &args.save_schedule {
+        println!("schedule written to {}", path.display());
+    }
+    Ok(())
+}

@@ -1,0 +1,612 @@
+//! `dashc validate`: run the paper's configurations x applicable schedules on the GPU, predict each with
+//! calibrated costs, and write docs/validation.md (table, error distribution, schedule choice, scatter chart,
+//! measured-vs-predicted Gantt pairs). `--raw` keeps the measurements; `--from-raw` rewrites the report from
+//! them without a GPU.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use clap::Parser;
+use serde::{Deserialize, Serialize};
+
+use crate::args::{CostArgs, MaskArg, ShapeArgs, ShapeOnly, ValidateArgs};
+use crate::commands::calibrate::{provenance, summary};
+use crate::commands::codegen::arch_of;
+use crate::costs_file::{CostsFile, write_atomic, write_atomic_bytes};
+use crate::exit::bad_input;
+use crate::gpu::{find_nvcc, kernel_config, prebuild, probe_device};
+use crate::measure::measure_setup;
+use crate::output::{SCHEMA_VERSION, table};
+use crate::plot::gantt::Gantt;
+use crate::plot::scatter::{Point, Scatter};
+use crate::plot::{self, Format};
+use crate::setup::{Outcome, Setup};
+use crate::sweep::{Plan, mask_name};
+use crate::timeline::{TimelineFile, TimelineSchedule};
+use crate::trace::{measured_file, measured_schedule};
+use crate::traced::run_traced;
+
+const RAW_FORMAT: &str = "dashc-validation-raw";
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Raw {
+    format: String,
+    schema_version: u32,
+    command: String,
+    tool: String,
+    date: String,
+    commit: String,
+    device: String,
+    compute_cap: String,
+    driver: String,
+    arch: String,
+    rows: Vec<RawRow>,
+    gantt: Vec<GanttRaw>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRow {
+    mask: String,
+    head_dim: u32,
+    heads: u32,
+    seqlen: u32,
+    batch: u32,
+    schedule: String,
+    status: String,
+    /// Median of the main kernel alone and of the whole backward, ms (timing build, no trace).
+    main_ms: Option<f64>,
+    total_ms: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GanttRaw {
+    mask: String,
+    head_dim: u32,
+    heads: u32,
+    seqlen: u32,
+    batch: u32,
+    schedule: String,
+    /// The measured timeline, beside the raw file.
+    file: String,
+    traced_main_ms: Option<f64>,
+}
+
+/// One configuration of the paper's family.
+struct Shape {
+    mask: MaskArg,
+    head_dim: u32,
+    heads: u32,
+    seqlen: u32,
+    batch: u32,
+}
+
+fn shape_for(costs: &CostArgs, c: Shape, schedules: &str, sms: u32) -> Result<ShapeArgs> {
+    let Shape { mask, head_dim, heads, seqlen, batch } = c;
+    let mut shape = ShapeOnly::try_parse_from(["dashc"]).context("default shape flags")?.shape;
+    shape.costs = costs.clone();
+    shape.mask = mask;
+    shape.head_dim = head_dim;
+    shape.heads = heads;
+    shape.seqlen = seqlen;
+    shape.batch = batch;
+    shape.schedule = schedules.to_string();
+    shape.sms = sms;
+    Ok(shape)
+}
+
+fn mask_arg(name: &str) -> Result<MaskArg> {
+    match name {
+        "full" => Ok(MaskArg::Full),
+        "causal" => Ok(MaskArg::Causal),
+        other => Err(bad_input(format!("validation raw file: unknown mask '{other}'"))),
+    }
+}
+
+pub fn run(args: ValidateArgs) -> Result<()> {
+    let costs_path = args
+        .configs
+        .costs
+        .costs
+        .clone()
+        .ok_or_else(|| bad_input("validate needs --costs FILE (from dashc calibrate)"))?;
+    let costs = CostsFile::load(&costs_path)?;
+    if args.doc.extension().is_none_or(|e| e != "md") {
+        return Err(bad_input(format!("--doc {}: give a Markdown file name ending in .md", args.doc.display())));
+    }
+    let doc_dir = args.doc.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new(".")).to_path_buf();
+    if !doc_dir.is_dir() {
+        return Err(bad_input(format!(
+            "cannot write {}: folder {} does not exist",
+            args.doc.display(),
+            doc_dir.display()
+        )));
+    }
+    let (raw, raw_dir) = match &args.from_raw {
+        Some(path) => (load_raw(path)?, path.parent().unwrap_or(Path::new(".")).to_path_buf()),
+        None => {
+            let raw = measure(&args, &costs, &costs_path)?;
+            let dir = args.raw.as_ref().and_then(|p| p.parent()).unwrap_or(Path::new(".")).to_path_buf();
+            (raw, dir)
+        }
+    };
+    if raw.device != costs.gpu {
+        return Err(bad_input(format!(
+            "the measurements are from '{}', the costs file {} from '{}'",
+            raw.device,
+            costs_path.display(),
+            costs.gpu
+        )));
+    }
+    report(&args, &costs, &costs_path, &raw, &raw_dir, &doc_dir)
+}
+
+fn load_raw(path: &Path) -> Result<Raw> {
+    let text = std::fs::read_to_string(path).map_err(|e| bad_input(format!("cannot read {}: {e}", path.display())))?;
+    let raw: Raw = serde_json::from_str(&text)
+        .map_err(|e| bad_input(format!("invalid validation raw file {}: {e}", path.display())))?;
+    if raw.format != RAW_FORMAT || raw.schema_version != SCHEMA_VERSION {
+        return Err(bad_input(format!("{} is not a {RAW_FORMAT} file of schema {SCHEMA_VERSION}", path.display())));
+    }
+    Ok(raw)
+}
+
+/// The GPU part: every configuration x schedule in its timing build, then the two traced Gantt cases.
+fn measure(args: &ValidateArgs, costs: &CostsFile, costs_path: &Path) -> Result<Raw> {
+    let plan = Plan::from_args(&args.configs)?;
+    let setups: Vec<_> = plan.configs.iter().map(|c| Ok((*c, plan.setup(c)?))).collect::<Result<_>>()?;
+    if let Some(raw) = &args.raw {
+        let dir = raw.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        if !dir.is_dir() {
+            return Err(bad_input(format!("cannot write {}: folder {} does not exist", raw.display(), dir.display())));
+        }
+    }
+    let nvcc = find_nvcc()?;
+    let device = probe_device()?;
+    costs.check_gpu(costs_path, &device.name)?;
+    let arch = args.gpu.arch.map(arch_of).unwrap_or(device.arch());
+    let mut kernels = Vec::new();
+    for (_, s) in &setups {
+        let k = kernel_config(&s.problem, &s.mask, true, arch)?;
+        if !kernels.contains(&k) {
+            kernels.push(k);
+        }
+    }
+    eprintln!("validate: building {} kernel variants", kernels.len());
+    prebuild(&nvcc, &args.gpu.work_dir, &kernels)?;
+    let mut rows = Vec::new();
+    for (c, setup) in &setups {
+        let label = format!("{} mask, head dim {}, seqlen {}", mask_name(c.mask), c.head_dim, c.seqlen);
+        eprintln!("validate: {label}");
+        for o in measure_setup(setup, &args.gpu, arch, &nvcc, false).with_context(|| label.clone())? {
+            if let Outcome::Done(m) = o {
+                rows.push(RawRow {
+                    mask: mask_name(c.mask).to_string(),
+                    head_dim: c.head_dim,
+                    heads: c.heads,
+                    seqlen: c.seqlen,
+                    batch: c.batch,
+                    schedule: m.schedule.clone(),
+                    status: m.deterministic.status.clone(),
+                    main_ms: m.deterministic.time_ms.main_median,
+                    total_ms: m.deterministic.time_ms.total_median,
+                });
+            }
+        }
+    }
+    let mut gantt = Vec::new();
+    if let Some(raw_path) = &args.raw {
+        let stem = raw_path.file_stem().map(|s| s.to_string_lossy().to_string()).unwrap_or_default();
+        let dir = raw_path.parent().unwrap_or(Path::new("."));
+        for (mask, schedule) in [(MaskArg::Full, "shift"), (MaskArg::Causal, "descending")] {
+            let (hd, seqlen) = (128, args.gantt_seqlen);
+            let (heads, batch) = (args.configs.hidden / hd, (args.configs.tokens / seqlen).max(1));
+            let shape = shape_for(
+                &args.configs.costs,
+                Shape { mask, head_dim: hd, heads, seqlen, batch },
+                schedule,
+                args.configs.sms,
+            )?;
+            let setup = Setup::from_args(&shape)?;
+            let sched = setup.schedules[0].build(
+                setup.problem,
+                setup.mask.clone(),
+                setup.tile_mask.clone(),
+                setup.machine,
+                &setup.costs,
+            )?;
+            eprintln!("validate: trace of {schedule}, {} mask, seqlen {seqlen}", mask_name(mask));
+            let run = run_traced(&sched, &args.gpu, arch, &nvcc, &args.gpu.work_dir.join("validate-trace.txt"), false)?;
+            let file = format!("{stem}-gantt-{}.json", mask_name(mask));
+            let timeline = measured_file(&setup, vec![measured_schedule(&sched, &run.trace.units)]);
+            write_atomic(&dir.join(&file), &serde_json::to_string(&timeline)?)?;
+            gantt.push(GanttRaw {
+                mask: mask_name(mask).into(),
+                head_dim: hd,
+                heads,
+                seqlen,
+                batch,
+                schedule: schedule.into(),
+                file,
+                traced_main_ms: run.result.time_ms.main_median,
+            });
+        }
+    }
+    let (tool, date, commit) = provenance();
+    let raw = Raw {
+        format: RAW_FORMAT.into(),
+        schema_version: SCHEMA_VERSION,
+        command: std::env::args().collect::<Vec<_>>().join(" "),
+        tool,
+        date,
+        commit,
+        device: device.name.clone(),
+        compute_cap: device.compute_cap.clone(),
+        driver: device.driver.clone(),
+        arch: arch.name().to_string(),
+        rows,
+        gantt,
+    };
+    if let Some(path) = &args.raw {
+        write_atomic(path, &(serde_json::to_string_pretty(&raw)? + "\n"))?;
+    }
+    Ok(raw)
+}
+
+/// One (configuration, schedule) of the report.
+struct Row {
+    key: (String, u32, u32),
+    heads: u32,
+    batch: u32,
+    schedule: String,
+    calibration: bool,
+    measured_us: f64,
+    predicted_us: f64,
+    /// The uncalibrated (idealized) model's makespan, in tile-compute units.
+    ideal: f64,
+}
+
+impl Row {
+    fn error(&self) -> f64 {
+        (self.predicted_us - self.measured_us).abs() / self.measured_us
+    }
+}
+
+fn quantile(mut v: Vec<f64>, q: f64) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(f64::total_cmp);
+    let x = q * (v.len() - 1) as f64;
+    let (lo, hi) = (x.floor() as usize, x.ceil() as usize);
+    v[lo] + (v[hi] - v[lo]) * (x - lo as f64)
+}
+
+fn report(
+    args: &ValidateArgs,
+    costs: &CostsFile,
+    costs_path: &Path,
+    raw: &Raw,
+    raw_dir: &Path,
+    doc_dir: &Path,
+) -> Result<()> {
+    // Group measurements by configuration, in (mask, head dim, seqlen) order.
+    let mut groups: BTreeMap<(String, u32, u32), Vec<&RawRow>> = BTreeMap::new();
+    for r in raw.rows.iter().filter(|r| r.status == "ok" && r.main_ms.is_some()) {
+        groups.entry((r.mask.clone(), r.head_dim, r.seqlen)).or_default().push(r);
+    }
+    if groups.is_empty() {
+        return Err(bad_input("the measurements hold no successful run"));
+    }
+    let uncalibrated = ShapeOnly::try_parse_from(["dashc"]).context("default shape flags")?.shape.costs;
+    let mut rows: Vec<Row> = Vec::new();
+    for ((mask, hd, seqlen), ms) in &groups {
+        let names: Vec<&str> = ms.iter().map(|r| r.schedule.as_str()).collect();
+        let (heads, batch) = (ms[0].heads, ms[0].batch);
+        let predict = |costs: &CostArgs| -> Result<BTreeMap<String, f64>> {
+            let shape = shape_for(
+                costs,
+                Shape { mask: mask_arg(mask)?, head_dim: *hd, heads, seqlen: *seqlen, batch },
+                &names.join(","),
+                args.configs.sms,
+            )?;
+            let setup = Setup::from_args(&shape)?;
+            let out = setup.evaluate_each(false, |e| (e.schedule.name().to_string(), e.makespan()))?;
+            Ok(out.into_iter().filter_map(|o| if let Outcome::Done(x) = o { Some(x) } else { None }).collect())
+        };
+        let calibrated = predict(&args.configs.costs)?;
+        let ideal = predict(&uncalibrated)?;
+        let entry =
+            costs.entry(costs_path, *hd, dag_model::default_blocks(*hd).0, dag_model::default_blocks(*hd).1).ok();
+        let calibration = entry.is_some_and(|e| e.calibrated_on.iter().any(|c| &c.mask == mask && c.seqlen == *seqlen));
+        for r in ms {
+            rows.push(Row {
+                key: (mask.clone(), *hd, *seqlen),
+                heads,
+                batch,
+                schedule: r.schedule.clone(),
+                calibration,
+                measured_us: r.main_ms.unwrap_or(f64::NAN) * 1000.0,
+                predicted_us: calibrated[&r.schedule],
+                ideal: ideal[&r.schedule],
+            });
+        }
+    }
+
+    let mut doc = String::new();
+    let _ = writeln!(doc, "# Validation: predicted against measured time\n");
+    let _ = writeln!(
+        doc,
+        "Written by `dashc validate` from the measurements in `{}` ({}, {} on {}, driver {}, built for {}; \
+         commit {}, {}) and the costs in `{}` (calibrated on {}: {}).\n",
+        args.from_raw.as_ref().or(args.raw.as_ref()).map_or("(not saved)".to_string(), |p| p.display().to_string()),
+        raw.tool,
+        raw.date,
+        raw.device,
+        raw.driver,
+        raw.arch,
+        raw.commit,
+        raw.command,
+        costs_path.display(),
+        costs.gpu,
+        costs.created_by
+    );
+    let _ = writeln!(
+        doc,
+        "Measured: the median main-kernel time of the deterministic timing build (CUDA events; no trace code), \
+         which is what the simulator predicts (pre- and post-processing are not modelled). Predicted: the \
+         simulated makespan of the same schedule on 132 SMs with in-order launch under the calibrated costs. \
+         Error = |predicted − measured| / measured.\n"
+    );
+    // Calibration and held-out sets.
+    let mut calib_sets = Vec::new();
+    for e in &costs.entries {
+        for c in &e.calibrated_on {
+            let s = format!("head dim {}, {} mask, seqlen {}", e.head_dim, c.mask, c.seqlen);
+            if !calib_sets.contains(&s) {
+                calib_sets.push(s);
+            }
+        }
+    }
+    let _ = writeln!(
+        doc,
+        "**Calibration set** (traced by `dashc calibrate`, schedules {}): {}. **Held out**: every other \
+         configuration below. The error targets are judged on the held-out rows only.\n",
+        costs
+            .entries
+            .iter()
+            .flat_map(|e| e.calibrated_on.iter().map(|c| c.schedule.clone()))
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect::<Vec<_>>()
+            .join(", "),
+        calib_sets.join("; ")
+    );
+    let _ = writeln!(doc, "## Fitted costs\n\n```\n{}```\n", summary(costs));
+
+    // Error distribution.
+    let stats = |sel: &dyn Fn(&Row) -> bool| {
+        let e: Vec<f64> = rows.iter().filter(|r| sel(r)).map(Row::error).collect();
+        (e.len(), quantile(e.clone(), 0.5), quantile(e.clone(), 0.9), e.iter().copied().fold(0.0, f64::max))
+    };
+    let pct = |x: f64| if x.is_nan() { "-".to_string() } else { format!("{:.1}%", 100.0 * x) };
+    let mut erows = Vec::new();
+    for (label, sel) in [
+        ("held out", &(|r: &Row| !r.calibration) as &dyn Fn(&Row) -> bool),
+        ("held out, full", &|r: &Row| !r.calibration && r.key.0 == "full"),
+        ("held out, causal", &|r: &Row| !r.calibration && r.key.0 == "causal"),
+        ("held out, head dim 64", &|r: &Row| !r.calibration && r.key.1 == 64),
+        ("held out, head dim 128", &|r: &Row| !r.calibration && r.key.1 == 128),
+        ("calibration set", &|r: &Row| r.calibration),
+        ("all", &|_: &Row| true),
+    ] {
+        let (n, med, p90, max) = stats(sel);
+        erows.push(vec![label.to_string(), n.to_string(), pct(med), pct(p90), pct(max)]);
+    }
+    let (_, med, _, max) = stats(&|r: &Row| !r.calibration);
+    let _ = writeln!(doc, "## Error distribution\n\n{}", md_table(&["rows", "n", "median", "p90", "max"], &erows));
+    let _ = writeln!(
+        doc,
+        "Targets (held out): median ≤ 5% — {} ({}); max ≤ 15% — {} ({}).\n",
+        if med <= 0.05 { "met" } else { "missed" },
+        pct(med),
+        if max <= 0.15 { "met" } else { "missed" },
+        pct(max)
+    );
+
+    // Schedule choice.
+    let mut choice_rows = Vec::new();
+    let (mut within, mut ideal_within, mut configs) = (0, 0, 0);
+    let mut keys: Vec<&(String, u32, u32)> = rows.iter().map(|r| &r.key).collect();
+    keys.dedup();
+    for key in keys {
+        let rs: Vec<&Row> = rows.iter().filter(|r| &r.key == key).collect();
+        let best = rs.iter().min_by(|a, b| a.measured_us.total_cmp(&b.measured_us)).expect("non-empty");
+        let pick = rs.iter().min_by(|a, b| a.predicted_us.total_cmp(&b.predicted_us)).expect("non-empty");
+        let ideal_pick = rs.iter().min_by(|a, b| a.ideal.total_cmp(&b.ideal)).expect("non-empty");
+        let loss = pick.measured_us / best.measured_us - 1.0;
+        let ideal_loss = ideal_pick.measured_us / best.measured_us - 1.0;
+        configs += 1;
+        within += (loss <= 0.02) as usize;
+        ideal_within += (ideal_loss <= 0.02) as usize;
+        choice_rows.push(vec![
+            format!("{} hd{} s{}", key.0, key.1, key.2),
+            if rs[0].calibration { "calibration" } else { "held out" }.to_string(),
+            best.schedule.clone(),
+            pick.schedule.clone(),
+            format!("{:+.1}%", 100.0 * loss),
+            ideal_pick.schedule.clone(),
+            format!("{:+.1}%", 100.0 * ideal_loss),
+        ]);
+    }
+    let _ = writeln!(
+        doc,
+        "## Does the model pick the fastest schedule?\n\nThe calibrated model's choice is the measured fastest or \
+         within 2% of it in **{within} of {configs}** configurations ({:.0}%; target ≥ 90%). The idealized, \
+         uncalibrated model (compute 1, reduce 0.25, free hand-offs) manages {ideal_within} of {configs}.\n",
+        100.0 * within as f64 / configs.max(1) as f64
+    );
+    let _ = writeln!(
+        doc,
+        "{}",
+        md_table(
+            &[
+                "configuration",
+                "set",
+                "measured fastest",
+                "calibrated choice",
+                "its loss",
+                "idealized choice",
+                "its loss"
+            ],
+            &choice_rows
+        )
+    );
+
+    // Charts.
+    let scatter = Scatter {
+        title: format!("dashc: predicted vs measured main-kernel time, {}", raw.device),
+        points: rows
+            .iter()
+            .map(|r| Point {
+                measured: r.measured_us,
+                predicted: r.predicted_us,
+                calibration: r.calibration,
+                causal: r.key.0 == "causal",
+            })
+            .collect(),
+    };
+    let scatter_name = "validation-scatter.png";
+    write_atomic_bytes(&doc_dir.join(scatter_name), &plot::render(&scatter, Format::Png)?)?;
+    let _ = writeln!(
+        doc,
+        "## Predicted against measured\n\n![predicted vs measured]({scatter_name})\n\nSolid lines: ±5%; dashed: ±15%. \
+         Open circles are calibration configurations.\n"
+    );
+
+    // Gantt pairs.
+    if !raw.gantt.is_empty() {
+        let _ = writeln!(doc, "## Measured and predicted Gantt charts\n");
+    }
+    for g in &raw.gantt {
+        let path = raw_dir.join(&g.file);
+        let measured = TimelineFile::load(&path)?;
+        let shape = shape_for(
+            &args.configs.costs,
+            Shape { mask: mask_arg(&g.mask)?, head_dim: g.head_dim, heads: g.heads, seqlen: g.seqlen, batch: g.batch },
+            &g.schedule,
+            args.configs.sms,
+        )?;
+        let predicted = crate::commands::gantt::simulate(&shape, None)?;
+        let name = format!("validation-gantt-{}.png", g.mask);
+        let file = pair(&measured, &predicted)?;
+        let chart = Gantt::new(&file, file.schedules.iter().collect(), 1600, None)?;
+        write_atomic_bytes(&doc_dir.join(&name), &plot::render(&chart, Format::Png)?)?;
+        let plain = rows
+            .iter()
+            .find(|r| r.key == (g.mask.clone(), g.head_dim, g.seqlen) && r.schedule == g.schedule)
+            .map(|r| r.measured_us);
+        let _ = writeln!(
+            doc,
+            "### {} mask, head dim {}, seqlen {} (batch {} x {} heads), {}\n\n![gantt]({name})\n\nTop: measured \
+             (trace build, one lane per SM id); bottom: predicted with the calibrated costs. Trace makespan {:.1} µs, \
+             predicted {:.1} µs{}.\n",
+            g.mask,
+            g.head_dim,
+            g.seqlen,
+            g.batch,
+            g.heads,
+            g.schedule,
+            measured.schedules[0].makespan,
+            predicted.schedules[0].makespan,
+            match (g.traced_main_ms, plain) {
+                (Some(t), Some(p)) => format!(
+                    "; trace overhead: main kernel {:.1} µs traced vs {:.1} µs plain ({:+.2}%)",
+                    t * 1000.0,
+                    p,
+                    100.0 * (t * 1000.0 / p - 1.0)
+                ),
+                _ => String::new(),
+            }
+        );
+    }
+
+    // Trace overhead over the calibration runs.
+    let mut over = Vec::new();
+    for e in &costs.entries {
+        for c in &e.calibrated_on {
+            let plain =
+                rows.iter().find(|r| r.key == (c.mask.clone(), e.head_dim, c.seqlen) && r.schedule == c.schedule);
+            if let (Some(t), Some(p)) = (c.traced_main_ms, plain) {
+                over.push(vec![
+                    format!("{} hd{} s{}", c.mask, e.head_dim, c.seqlen),
+                    c.schedule.clone(),
+                    format!("{:.1}", t * 1000.0),
+                    format!("{:.1}", p.measured_us),
+                    format!("{:+.2}%", 100.0 * (t * 1000.0 / p.measured_us - 1.0)),
+                ]);
+            }
+        }
+    }
+    if !over.is_empty() {
+        let _ = writeln!(
+            doc,
+            "## Trace overhead\n\nMain-kernel median of the trace build (calibration runs) against the timing build \
+             of the same schedule and shape:\n\n{}",
+            md_table(&["configuration", "schedule", "traced µs", "plain µs", "overhead"], &over)
+        );
+    }
+
+    // The full table.
+    let mut trows = Vec::new();
+    for r in &rows {
+        trows.push(vec![
+            format!("{} hd{} s{} ({}x{})", r.key.0, r.key.1, r.key.2, r.batch, r.heads),
+            r.schedule.clone(),
+            if r.calibration { "calibration" } else { "held out" }.to_string(),
+            format!("{:.1}", r.measured_us),
+            format!("{:.1}", r.predicted_us),
+            format!("{:+.1}%", 100.0 * (r.predicted_us / r.measured_us - 1.0)),
+        ]);
+    }
+    let _ = writeln!(
+        doc,
+        "## Every configuration and schedule\n\n{}",
+        md_table(
+            &["configuration (batch x heads)", "schedule", "set", "measured µs", "predicted µs", "pred − meas"],
+            &trows
+        )
+    );
+    write_atomic(&args.doc, &doc)?;
+    print!("{}", table(&["rows", "n", "median", "p90", "max"], &erows));
+    println!("model's choice within 2% of the measured best: {within} of {configs} configurations");
+    eprintln!("report written to {}", args.doc.display());
+    Ok(())
+}
+
+/// A measured and a predicted timeline of the same problem and schedule, as one file of two panels.
+fn pair(measured: &TimelineFile, predicted: &TimelineFile) -> Result<TimelineFile> {
+    if measured.problem != predicted.problem || measured.time_unit != predicted.time_unit {
+        return Err(bad_input("the measured timeline is of another problem or time unit than the prediction"));
+    }
+    let rename = |s: &TimelineSchedule, what: &str| TimelineSchedule {
+        schedule: format!("{} ({what})", s.schedule),
+        ..s.clone()
+    };
+    let mut file = measured.clone();
+    file.machine.sms = measured.machine.sms.max(predicted.machine.sms);
+    file.schedules = vec![rename(&measured.schedules[0], "measured"), rename(&predicted.schedules[0], "predicted")];
+    Ok(file)
+}
+
+fn md_table(headers: &[&str], rows: &[Vec<String>]) -> String {
+    let mut out = format!("| {} |\n|{}\n", headers.join(" | "), "---|".repeat(headers.len()));
+    for r in rows {
+        let _ = writeln!(out, "| {} |", r.join(" | "));
+    }
+    out
+}

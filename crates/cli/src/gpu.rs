@@ -1,0 +1,302 @@
+//! Everything that touches the CUDA toolchain and the GPU: finding nvcc, probing the device, writing a
+//! generated program, building it (once per kernel configuration, cached by content), running the harness and
+//! reading its one JSON line.
+
+use std::env;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context, Result};
+use codegen::{Arch, Generated, KernelConfig};
+use serde::{Deserialize, Serialize};
+
+use crate::exit::{CheckFailed, Unavailable, bad_input};
+
+/// The CUDA compiler: `nvcc` on PATH, else `$CUDA_HOME/bin/nvcc`.
+pub fn find_nvcc() -> Result<PathBuf> {
+    if let Some(path) = env::var_os("PATH") {
+        for dir in env::split_paths(&path) {
+            let candidate = dir.join("nvcc");
+            if candidate.is_file() {
+                return Ok(candidate);
+            }
+        }
+    }
+    if let Some(home) = env::var_os("CUDA_HOME") {
+        let candidate = Path::new(&home).join("bin").join("nvcc");
+        if candidate.is_file() {
+            return Ok(candidate);
+        }
+    }
+    Err(anyhow::Error::new(Unavailable(
+        "nvcc not found on PATH or under $CUDA_HOME/bin; install the CUDA toolkit (13.0) or set CUDA_HOME".into(),
+    )))
+}
+
+/// The GPU this machine has, as `nvidia-smi` reports it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Device {
+    pub name: String,
+    /// Compute capability, e.g. "9.0".
+    pub compute_cap: String,
+    pub driver: String,
+}
+
+impl Device {
+    /// The architecture to build for on this device: sm_90a on Hopper, sm_80 otherwise.
+    pub fn arch(&self) -> Arch {
+        if self.compute_cap.starts_with("9.") { Arch::Sm90a } else { Arch::Sm80 }
+    }
+}
+
+/// Probes the first GPU; no driver or no GPU is `Unavailable` (exit code 3).
+pub fn probe_device() -> Result<Device> {
+    let out = Command::new("nvidia-smi")
+        .args(["--query-gpu=name,compute_cap,driver_version", "--format=csv,noheader"])
+        .output();
+    let unavailable = |why: String| anyhow::Error::new(Unavailable(format!("no NVIDIA GPU available: {why}")));
+    let out = out.map_err(|e| unavailable(format!("cannot run nvidia-smi ({e})")))?;
+    if !out.status.success() {
+        return Err(unavailable(String::from_utf8_lossy(&out.stderr).trim().to_string()));
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text.lines().next().ok_or_else(|| unavailable("nvidia-smi lists no GPU".into()))?;
+    let fields: Vec<&str> = line.split(',').map(str::trim).collect();
+    if fields.len() < 3 {
+        return Err(unavailable(format!("unexpected nvidia-smi output '{line}'")));
+    }
+    Ok(Device { name: fields[0].to_string(), compute_cap: fields[1].to_string(), driver: fields[2].to_string() })
+}
+
+/// Writes the generated files into `dir` (created if needed).
+pub fn write_generated(dir: &Path, generated: &Generated) -> Result<()> {
+    fs::create_dir_all(dir).map_err(|e| bad_input(format!("cannot create {}: {e}", dir.display())))?;
+    for file in &generated.files {
+        let path = dir.join(&file.path);
+        fs::write(&path, &file.contents).map_err(|e| bad_input(format!("cannot write {}: {e}", path.display())))?;
+    }
+    let cmd = format!("{}\n", generated.nvcc);
+    fs::write(dir.join("nvcc-command.txt"), cmd).with_context(|| format!("writing {}", dir.display()))?;
+    Ok(())
+}
+
+/// The folder where a configuration is built: one per (variant, architecture).
+pub fn build_dir(work_dir: &Path, config: &KernelConfig) -> PathBuf {
+    let archs: Vec<&str> = config.archs.iter().map(|a| a.name()).collect();
+    work_dir.join(format!("{}_{}", config.variant_name(), archs.join("+")))
+}
+
+/// Renders and builds every configuration at once, one nvcc process each (a build takes tens of seconds and
+/// uses one core), so that the runs that follow find their binaries ready.
+pub fn prebuild(nvcc: &Path, work_dir: &Path, configs: &[KernelConfig]) -> Result<()> {
+    let templates = codegen::Templates::embedded();
+    let jobs: Vec<(PathBuf, Generated)> = configs
+        .iter()
+        .map(|config| {
+            let files = codegen::render_sources(config, &templates, &codegen::Provenance::default())
+                .map_err(|e| bad_input(e.to_string()))?;
+            let generated = Generated {
+                files,
+                nvcc: codegen::nvcc_command(config),
+                binary: codegen::BINARY.to_string(),
+                schedule_file: codegen::SCHEDULE_FILE.to_string(),
+            };
+            Ok((build_dir(work_dir, config), generated))
+        })
+        .collect::<Result<_>>()?;
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = jobs
+            .iter()
+            .map(|(dir, generated)| {
+                scope.spawn(move || -> Result<()> {
+                    write_generated(dir, generated)?;
+                    build(nvcc, dir, generated)?;
+                    Ok(())
+                })
+            })
+            .collect();
+        handles.into_iter().try_for_each(|h| h.join().expect("build thread does not panic"))
+    })
+}
+
+/// Builds the program in `dir` unless a binary built from identical sources is already there. Returns the
+/// build log (ptxas's register and spill report).
+pub fn build(nvcc: &Path, dir: &Path, generated: &Generated) -> Result<String> {
+    let stamp_path = dir.join(".build-stamp");
+    let stamp = build_stamp(nvcc, generated);
+    let binary = dir.join(&generated.binary);
+    if binary.is_file() && fs::read_to_string(&stamp_path).ok().as_deref() == Some(stamp.as_str()) {
+        return fs::read_to_string(dir.join("build.log")).or_else(|_| Ok(String::new()));
+    }
+    let out = Command::new(nvcc)
+        .args(&generated.nvcc.args)
+        .current_dir(dir)
+        .output()
+        .with_context(|| format!("running {}", nvcc.display()))?;
+    let log = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    fs::write(dir.join("build.log"), &log)?;
+    if !out.status.success() {
+        let first_error = log.lines().find(|l| l.contains("error")).unwrap_or("see build.log").to_string();
+        return Err(anyhow::Error::new(CheckFailed(format!("nvcc failed in {}: {first_error}", dir.display()))));
+    }
+    fs::write(&stamp_path, stamp)?;
+    Ok(log)
+}
+
+/// A fingerprint of what a build depends on: the compiler path, the command and every source file (the
+/// schedule file is data the binary reads, so it is left out).
+fn build_stamp(nvcc: &Path, generated: &Generated) -> String {
+    // FNV-1a: stable across runs and platforms, unlike the standard library's hasher.
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut feed = |bytes: &[u8]| {
+        for &b in bytes {
+            h ^= b as u64;
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    };
+    feed(nvcc.to_string_lossy().as_bytes());
+    feed(generated.nvcc.to_string().as_bytes());
+    for f in generated.files.iter().filter(|f| f.path != generated.schedule_file) {
+        feed(f.path.as_bytes());
+        feed(f.contents.as_bytes());
+    }
+    format!("{h:016x}\n")
+}
+
+/// The harness's JSON line (the fields dashc reads; see kernels/templates/harness.cu).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct HarnessResult {
+    pub status: String,
+    pub schedule: String,
+    pub variant: String,
+    pub device: String,
+    pub sm_count: u32,
+    pub deterministic: bool,
+    pub units: u64,
+    pub visits: u64,
+    pub time_ms: Times,
+    pub tflops: Tflops,
+    pub check: Check,
+    pub finite: bool,
+    pub poison_ok: bool,
+    pub repeatable: bool,
+    pub repeat_runs: u32,
+    pub main_kernel: KernelResources,
+    pub spin_error: SpinError,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Times {
+    pub total_median: Option<f64>,
+    pub main_median: Option<f64>,
+    pub total_min: Option<f64>,
+    pub main_min: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Tflops {
+    pub total: Option<f64>,
+    pub main: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Check {
+    pub ran: bool,
+    pub rel_l2_dq: Option<f64>,
+    pub rel_l2_dk: Option<f64>,
+    pub rel_l2_dv: Option<f64>,
+    pub tolerance: f64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct KernelResources {
+    pub registers: u32,
+    pub local_bytes: u64,
+    pub smem_bytes: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SpinError {
+    pub code: i32,
+    pub unit: i64,
+    pub bh: i64,
+    pub q_tile: i64,
+    pub wanted_rank: i64,
+    pub seen: i64,
+}
+
+/// Options passed through to the harness.
+#[derive(Debug, Clone)]
+pub struct HarnessOptions {
+    pub reps: u32,
+    /// `Some(true)` forces the FP32 reference check, `Some(false)` skips it, `None` lets the harness decide
+    /// (it runs when both sequence lengths are at most 4096).
+    pub check: Option<bool>,
+    pub seed: u64,
+    /// Seconds before the whole harness is killed; a semaphore wait inside it times out far sooner.
+    pub timeout_secs: u32,
+    /// Trace builds: where the harness writes the stamps (docs/trace-format.md).
+    pub trace: Option<PathBuf>,
+}
+
+/// Runs the harness in `dir` on `schedule_file` and parses its JSON line. A harness that reports a failed
+/// check still returns its result (the caller decides); one that cannot run is an error.
+pub fn run_harness(
+    dir: &Path,
+    generated: &Generated,
+    schedule_file: &str,
+    opts: &HarnessOptions,
+) -> Result<HarnessResult> {
+    let mut cmd = Command::new("timeout");
+    // The harness runs inside `dir`, so it is named relative to it: a relative work dir stays correct.
+    cmd.arg(opts.timeout_secs.to_string()).arg(Path::new(".").join(&generated.binary)).arg(schedule_file);
+    cmd.args(["--reps", &opts.reps.to_string(), "--seed", &opts.seed.to_string()]);
+    match opts.check {
+        Some(true) => {
+            cmd.arg("--check");
+        }
+        Some(false) => {
+            cmd.arg("--no-check");
+        }
+        None => {}
+    }
+    if let Some(path) = &opts.trace {
+        cmd.arg("--trace").arg(path);
+    }
+    let out = cmd.current_dir(dir).output().with_context(|| format!("running the harness in {}", dir.display()))?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    match out.status.code() {
+        Some(3) => return Err(anyhow::Error::new(Unavailable(format!("harness: {}", stderr.trim())))),
+        Some(124) => {
+            return Err(anyhow::Error::new(CheckFailed(format!(
+                "the harness in {} ran past {} s and was killed",
+                dir.display(),
+                opts.timeout_secs
+            ))));
+        }
+        _ => {}
+    }
+    let line = stdout.lines().rev().find(|l| l.trim_start().starts_with('{'));
+    let Some(line) = line else {
+        return Err(anyhow::Error::new(CheckFailed(format!(
+            "the harness printed no result (exit {:?}): {}",
+            out.status.code(),
+            stderr.trim().replace('\n', "; ")
+        ))));
+    };
+    serde_json::from_str(line).with_context(|| format!("reading the harness result line: {line}"))
+}
+
+/// Checks a generated configuration is supported, turning codegen's refusal into bad input.
+pub fn kernel_config(
+    problem: &dag_model::Problem,
+    mask: &dag_model::Mask,
+    deterministic: bool,
+    arch: Arch,
+) -> Result<KernelConfig> {
+    let mut config = KernelConfig::for_problem(problem, mask, deterministic).map_err(|e| bad_input(e.to_string()))?;
+    config.archs = vec![arch];
+    Ok(config)
+}

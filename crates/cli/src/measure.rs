@@ -1,0 +1,127 @@
+//! Shared by `run` and `bench`: predict each schedule of a setup, generate and build its kernel, run it on the
+//! GPU (deterministic, and optionally the non-deterministic variant) and pair measurement with prediction.
+
+use std::fs;
+use std::path::Path;
+
+use anyhow::Result;
+use codegen::{Arch, CodegenError, Generated, KernelConfig, Templates, generate};
+use serde::Serialize;
+
+use crate::args::GpuArgs;
+use crate::exit::bad_input;
+use crate::gpu::{
+    HarnessOptions, HarnessResult, build, build_dir, kernel_config, prebuild, run_harness, write_generated,
+};
+use crate::setup::{Outcome, Setup};
+
+/// One schedule, predicted and measured.
+#[derive(Debug, Clone, Serialize)]
+pub struct Measured {
+    pub schedule: String,
+    /// Simulated makespan under the setup's cost model (uncalibrated: tile-compute units).
+    pub predicted_makespan: f64,
+    pub deterministic: HarnessResult,
+    pub nondeterministic: Option<HarnessResult>,
+}
+
+impl Measured {
+    pub fn ok(&self) -> bool {
+        self.deterministic.status == "ok" && self.nondeterministic.as_ref().is_none_or(|r| r.status == "ok")
+    }
+}
+
+/// Runs every applicable schedule of `setup` on the GPU. Kernels are built once per configuration under
+/// `gpu.work_dir` and reused while their sources are unchanged.
+pub fn measure_setup(
+    setup: &Setup,
+    gpu: &GpuArgs,
+    arch: Arch,
+    nvcc: &Path,
+    with_nondeterministic: bool,
+) -> Result<Vec<Outcome<Measured>>> {
+    let templates = Templates::embedded();
+    let det_config = kernel_config(&setup.problem, &setup.mask, true, arch)?;
+    let nondet_config = kernel_config(&setup.problem, &setup.mask, false, arch)?;
+    let mut configs = vec![det_config.clone()];
+    if with_nondeterministic {
+        configs.push(nondet_config.clone());
+    }
+    prebuild(nvcc, &gpu.work_dir, &configs)?;
+    // Predict and generate on the CPU in parallel; keep only the prediction and the generated files.
+    let prepared = setup.evaluate_each(false, |e| {
+        let det = generate(&e.schedule, &det_config, &templates);
+        let nondet = generate(&e.schedule, &nondet_config, &templates);
+        (e.schedule.name().to_string(), e.makespan(), det, nondet)
+    })?;
+    let opts = HarnessOptions {
+        reps: gpu.reps,
+        check: if gpu.check {
+            Some(true)
+        } else if gpu.no_check {
+            Some(false)
+        } else {
+            None
+        },
+        seed: gpu.seed,
+        timeout_secs: 300,
+        trace: None,
+    };
+    let p = &setup.problem;
+    let shape_tag = format!("b{}h{}q{}k{}", p.batch(), p.heads(), p.seqlen_q(), p.seqlen_k());
+    let mut out = Vec::new();
+    for item in prepared {
+        let (name, predicted, det, nondet) = match item {
+            Outcome::Done(x) => x,
+            Outcome::Skipped { schedule, reason } => {
+                out.push(Outcome::Skipped { schedule, reason });
+                continue;
+            }
+        };
+        let run_variant =
+            |config: &KernelConfig, generated: Result<Generated, CodegenError>| -> Result<HarnessResult> {
+                let generated = generated.map_err(|e| bad_input(e.to_string()))?;
+                let dir = build_dir(&gpu.work_dir, config);
+                write_generated(&dir, &generated)?;
+                build(nvcc, &dir, &generated)?;
+                // Each schedule gets its own data file; the build is shared.
+                let data = generated.files.iter().find(|f| f.path == generated.schedule_file).expect("schedule file");
+                let file = format!("schedule-{name}-{shape_tag}.txt");
+                fs::write(dir.join(&file), &data.contents)?;
+                run_harness(&dir, &generated, &file, &opts)
+            };
+        let deterministic = run_variant(&det_config, det)?;
+        let nondeterministic = if with_nondeterministic { Some(run_variant(&nondet_config, nondet)?) } else { None };
+        out.push(Outcome::Done(Measured {
+            schedule: name,
+            predicted_makespan: predicted,
+            deterministic,
+            nondeterministic,
+        }));
+    }
+    Ok(out)
+}
+
+/// Pairs of schedules whose predicted makespans differ by more than `threshold` (relative): how many of them
+/// the measurement orders the same way. Returns (agreeing, pairs).
+pub fn ordering_agreement(measured: &[&Measured], threshold: f64) -> (usize, usize) {
+    let mut agree = 0;
+    let mut pairs = 0;
+    for (i, a) in measured.iter().enumerate() {
+        for b in &measured[i + 1..] {
+            let (pa, pb) = (a.predicted_makespan, b.predicted_makespan);
+            if (pa - pb).abs() <= threshold * pa.min(pb) {
+                continue;
+            }
+            let (Some(ma), Some(mb)) = (a.deterministic.time_ms.total_median, b.deterministic.time_ms.total_median)
+            else {
+                continue;
+            };
+            pairs += 1;
+            if (pa < pb) == (ma < mb) {
+                agree += 1;
+            }
+        }
+    }
+    (agree, pairs)
+}

@@ -1,0 +1,106 @@
+//! Predicted against measured time, one point per (configuration, schedule), on log-log axes with the
+//! diagonal and ±5% / ±15% bands; calibration points and held-out points in different colours.
+
+use anyhow::Result;
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+use super::{Figure, drawing, font, hex};
+
+/// One point: measured and predicted time (µs), and whether it was in the calibration set.
+#[derive(Debug, Clone, Copy)]
+pub struct Point {
+    pub measured: f64,
+    pub predicted: f64,
+    pub calibration: bool,
+    pub causal: bool,
+}
+
+pub struct Scatter {
+    pub title: String,
+    pub points: Vec<Point>,
+}
+
+const W: u32 = 900;
+const H: u32 = 820;
+
+impl Figure for Scatter {
+    fn size(&self) -> (u32, u32) {
+        (W, H)
+    }
+
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<()> {
+        let all = self.points.iter().flat_map(|p| [p.measured, p.predicted]);
+        let lo = all.clone().fold(f64::INFINITY, f64::min).max(1e-3) / 1.25;
+        let hi = all.fold(0.0, f64::max).max(lo * 2.0) * 1.25;
+        let mut chart = ChartBuilder::on(root)
+            .caption(&self.title, font(18.0))
+            .margin(16)
+            .x_label_area_size(56)
+            .y_label_area_size(76)
+            .build_cartesian_2d((lo..hi).log_scale(), (lo..hi).log_scale())
+            .map_err(drawing)?;
+        chart
+            .configure_mesh()
+            .x_desc("measured main-kernel time (µs)")
+            .y_desc("predicted makespan (µs)")
+            .label_style(font(14.0))
+            .axis_desc_style(font(15.0))
+            .draw()
+            .map_err(drawing)?;
+        let line = |f: f64| vec![(lo, lo * f), (hi, hi * f)];
+        let grey = hex(0x999999);
+        chart
+            .draw_series(LineSeries::new(line(1.0), BLACK.stroke_width(1)))
+            .map_err(drawing)?
+            .label("predicted = measured")
+            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], BLACK));
+        for f in [0.95, 1.05] {
+            chart.draw_series(LineSeries::new(line(f), grey.stroke_width(1))).map_err(drawing)?;
+        }
+        for f in [0.85, 1.15] {
+            chart.draw_series(DashedLineSeries::new(line(f), 4, 4, grey.stroke_width(1))).map_err(drawing)?;
+        }
+        let groups: [(&str, bool, bool, RGBColor); 4] = [
+            ("held out, full", false, false, hex(0x0072B2)),
+            ("held out, causal", false, true, hex(0xD55E00)),
+            ("calibration set, full", true, false, hex(0x56B4E9)),
+            ("calibration set, causal", true, true, hex(0xE69F00)),
+        ];
+        for (label, calib, causal, colour) in groups {
+            let pts: Vec<(f64, f64)> = self
+                .points
+                .iter()
+                .filter(|p| p.calibration == calib && p.causal == causal)
+                .map(|p| (p.measured, p.predicted))
+                .collect();
+            let filled = !calib;
+            chart
+                .draw_series(pts.iter().map(|&(x, y)| {
+                    if filled {
+                        Circle::new((x, y), 5, colour.filled())
+                    } else {
+                        Circle::new((x, y), 5, colour.stroke_width(2))
+                    }
+                }))
+                .map_err(drawing)?
+                .label(label)
+                .legend(move |(x, y)| {
+                    if filled {
+                        Circle::new((x + 10, y), 5, colour.filled())
+                    } else {
+                        Circle::new((x + 10, y), 5, colour.stroke_width(2))
+                    }
+                });
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
+            .label_font(font(14.0))
+            .background_style(WHITE.mix(0.9))
+            .border_style(BLACK)
+            .draw()
+            .map_err(drawing)?;
+        Ok(())
+    }
+}

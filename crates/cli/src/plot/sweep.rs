@@ -1,0 +1,272 @@
+//! The sweep plot: predicted relative throughput (bound / makespan, 1 = optimal) against seqlen, one line per
+//! schedule, one panel per (mask, head dim), in the layout of the DASH paper's figures 8 and 9 (one row per
+//! mask, one column per head dim).
+
+use anyhow::Result;
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+
+use super::{Figure, bold, drawing, font, hex, text_width, wrap};
+use crate::output::num;
+use crate::sweep::{Row, SweepResult};
+use schedulers::ScheduleKind;
+
+const MARGIN: i32 = 14;
+const TITLE_LINE_H: i32 = 26;
+const SUBTITLE_LINE_H: i32 = 20;
+const TITLE_FONT: f64 = 19.0;
+const SUBTITLE_FONT: f64 = 14.0;
+const LEGEND_H: i32 = 28;
+const PANEL_W: i32 = 600;
+const PANEL_H: i32 = 400;
+const LEGEND_FONT: f64 = 14.0;
+
+/// Okabe-Ito colours; naive in black as the baseline.
+const PALETTE: [u32; 8] = [0x000000, 0xE69F00, 0x0072B2, 0x009E73, 0xCC79A7, 0xD55E00, 0x56B4E9, 0xF0E442];
+
+fn colour(k: usize) -> RGBColor {
+    hex(PALETTE[k % PALETTE.len()])
+}
+
+/// The colour and marker index of a schedule: fixed for the built-ins, so a schedule looks the same in every
+/// plot whichever others are beside it; other schedules (a search result) take the next ones in order.
+fn style_index(name: &str, all: &[String]) -> usize {
+    let builtin = ScheduleKind::ALL.iter().position(|k| k.name() == name);
+    builtin.unwrap_or_else(|| {
+        let others = all.iter().filter(|n| !ScheduleKind::ALL.iter().any(|k| k.name() == n.as_str()));
+        ScheduleKind::ALL.len() + others.take_while(|n| n.as_str() != name).count()
+    })
+}
+
+/// Each schedule also gets its own marker, so lines that coincide (as naive, descending and spt do on full
+/// masks) stay distinguishable.
+#[derive(Clone, Copy)]
+enum Marker {
+    Circle,
+    Square,
+    Triangle,
+    Diamond,
+    Cross,
+}
+
+const MARKERS: [Marker; 5] = [Marker::Circle, Marker::Square, Marker::Triangle, Marker::Diamond, Marker::Cross];
+
+fn draw_marker<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, k: usize, (x, y): (i32, i32)) -> Result<()> {
+    let c = colour(k);
+    let r = 5;
+    match MARKERS[k % MARKERS.len()] {
+        Marker::Circle => root.draw(&Circle::new((x, y), r, c.filled())),
+        Marker::Square => root.draw(&Rectangle::new([(x - r + 1, y - r + 1), (x + r, y + r)], c.filled())),
+        Marker::Triangle => {
+            root.draw(&Polygon::new(vec![(x, y - r - 1), (x - r - 1, y + r), (x + r + 1, y + r)], c.filled()))
+        }
+        Marker::Diamond => {
+            root.draw(&Polygon::new(vec![(x, y - r - 1), (x + r + 1, y), (x, y + r + 1), (x - r - 1, y)], c.filled()))
+        }
+        Marker::Cross => {
+            root.draw(&PathElement::new(vec![(x - r, y - r), (x + r, y + r)], c.stroke_width(3))).map_err(drawing)?;
+            root.draw(&PathElement::new(vec![(x - r, y + r), (x + r, y - r)], c.stroke_width(3)))
+        }
+    }
+    .map_err(drawing)
+}
+
+/// The sweep plot of a result.
+pub struct SweepPlot<'a> {
+    result: &'a SweepResult,
+    /// (mask, head dim, heads) of each panel, row-major.
+    masks: Vec<&'static str>,
+    head_dims: Vec<(u32, u32)>,
+    /// The bottom of the y axis of each row (mask).
+    y_lo: Vec<f64>,
+    x_range: (f64, f64),
+    /// Title and subtitle, wrapped to the width.
+    title: Vec<String>,
+    subtitle: Vec<String>,
+}
+
+impl<'a> SweepPlot<'a> {
+    pub fn new(result: &'a SweepResult) -> SweepPlot<'a> {
+        let mut masks = Vec::new();
+        let mut head_dims = Vec::new();
+        for r in &result.rows {
+            if !masks.contains(&r.mask) {
+                masks.push(r.mask);
+            }
+            if !head_dims.contains(&(r.head_dim, r.heads)) {
+                head_dims.push((r.head_dim, r.heads));
+            }
+        }
+        head_dims.sort_unstable();
+        // One y range per row: the panels of a mask compare directly, and a full mask's few percent are not
+        // flattened by a causal row's wider spread. Each starts at a round twentieth below its data.
+        let y_lo = masks
+            .iter()
+            .map(|m| {
+                let min =
+                    result.rows.iter().filter(|r| r.mask == *m).map(|r| r.relative_throughput).fold(1.0, f64::min);
+                (((min - 0.03) * 20.0).floor() / 20.0).clamp(0.0, 0.95)
+            })
+            .collect();
+        let lx: Vec<f64> = result.rows.iter().map(|r| (r.seqlen as f64).log2()).collect();
+        let lo = lx.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = lx.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let width = (head_dims.len() as i32 * PANEL_W) as u32;
+        let title = wrap(
+            "Predicted relative throughput of the deterministic backward: best lower bound / makespan (1 = optimal)",
+            TITLE_FONT,
+            true,
+            width,
+        );
+        let c = &result.costs;
+        let subtitle = format!(
+            "{} tokens per configuration (batch = {} / seqlen), hidden {} (heads = {} / head dim), {} SMs, {} launch; \
+             costs: compute {}, reduce {}, hand-off {} ({})",
+            result.tokens,
+            result.tokens,
+            result.hidden,
+            result.hidden,
+            result.machine.sms,
+            result.machine.launch.name(),
+            num(c.compute),
+            num(c.reduce),
+            num(c.handoff),
+            if result.time_unit == "us" { "µs, calibrated" } else { "uncalibrated" }
+        );
+        let subtitle = wrap(&subtitle, SUBTITLE_FONT, false, width);
+        SweepPlot { result, masks, head_dims, y_lo, x_range: (lo - 0.4, hi + 0.4), title, subtitle }
+    }
+
+    fn header_h(&self) -> i32 {
+        MARGIN + self.title.len() as i32 * TITLE_LINE_H + self.subtitle.len() as i32 * SUBTITLE_LINE_H + LEGEND_H + 4
+    }
+}
+
+impl Figure for SweepPlot<'_> {
+    fn size(&self) -> (u32, u32) {
+        let w = 2 * MARGIN + self.head_dims.len() as i32 * PANEL_W;
+        let h = self.header_h() + self.masks.len() as i32 * PANEL_H + MARGIN;
+        (w as u32, h as u32)
+    }
+
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<()> {
+        let r = self.result;
+        let mut y = MARGIN;
+        for line in &self.title {
+            root.draw(&Text::new(line.as_str(), (MARGIN, y), bold(TITLE_FONT))).map_err(drawing)?;
+            y += TITLE_LINE_H;
+        }
+        let grey = hex(0x444444);
+        for line in &self.subtitle {
+            root.draw(&Text::new(line.as_str(), (MARGIN, y), font(SUBTITLE_FONT).color(&grey))).map_err(drawing)?;
+            y += SUBTITLE_LINE_H;
+        }
+
+        // Legend: one line-and-marker sample per schedule.
+        let mut x = MARGIN;
+        let y = y + LEGEND_H / 2;
+        for name in &r.schedules {
+            let k = style_index(name, &r.schedules);
+            root.draw(&PathElement::new(vec![(x, y), (x + 30, y)], colour(k).stroke_width(2))).map_err(drawing)?;
+            draw_marker(root, k, (x + 15, y))?;
+            let style = font(LEGEND_FONT).pos(Pos::new(HPos::Left, VPos::Center));
+            root.draw(&Text::new(name.as_str(), (x + 38, y), style)).map_err(drawing)?;
+            x += 38 + text_width(name, LEGEND_FONT) as i32 + 26;
+        }
+
+        let top = self.header_h();
+        for (row, &mask) in self.masks.iter().enumerate() {
+            for (col, &(head_dim, heads)) in self.head_dims.iter().enumerate() {
+                let area = root.clone().shrink(
+                    (MARGIN + col as i32 * PANEL_W, top + row as i32 * PANEL_H),
+                    (PANEL_W as u32, PANEL_H as u32),
+                );
+                let rows: Vec<&Row> = r.rows.iter().filter(|x| x.mask == mask && x.head_dim == head_dim).collect();
+                let caption = format!("{mask} mask, head dim {head_dim} ({heads} heads)");
+                self.draw_panel(root, &area, &caption, self.y_lo[row], &rows)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl SweepPlot<'_> {
+    fn draw_panel<DB: DrawingBackend>(
+        &self,
+        root: &DrawingArea<DB, Shift>,
+        area: &DrawingArea<DB, Shift>,
+        caption: &str,
+        y_lo: f64,
+        rows: &[&Row],
+    ) -> Result<()> {
+        let (x_lo, x_hi) = self.x_range;
+        let mut chart = ChartBuilder::on(area)
+            .caption(caption, bold(16.0))
+            .margin(10)
+            .margin_right(22)
+            .x_label_area_size(48)
+            .y_label_area_size(64)
+            .build_cartesian_2d(x_lo..x_hi, y_lo..1.02)
+            .map_err(drawing)?;
+        // Ticks at whole powers of two only: the axis is log2(seqlen) and labels show the seqlen itself.
+        let ticks = (x_hi.floor() - x_lo.ceil()) as usize + 1;
+        chart
+            .configure_mesh()
+            .x_labels(ticks)
+            .x_label_formatter(&|x| {
+                if (x - x.round()).abs() < 1e-6 { format!("{}", 2f64.powi(x.round() as i32)) } else { String::new() }
+            })
+            .y_labels(8)
+            .y_label_formatter(&|y| format!("{y:.2}"))
+            .x_desc("sequence length (tokens, log2 scale)")
+            .y_desc("best lower bound / makespan")
+            .label_style(font(13.0))
+            .axis_desc_style(font(14.0))
+            .light_line_style(TRANSPARENT)
+            .bold_line_style(hex(0xE4E4E4))
+            .draw()
+            .map_err(drawing)?;
+        // The optimum.
+        chart
+            .draw_series(LineSeries::new([(x_lo, 1.0), (x_hi, 1.0)], hex(0x999999).stroke_width(1)))
+            .map_err(drawing)?;
+        let n = self.result.schedules.len();
+        for (position, name) in self.result.schedules.iter().enumerate() {
+            let k = style_index(name, &self.result.schedules);
+            let mut points: Vec<(f64, f64)> = rows
+                .iter()
+                .filter(|r| &r.schedule == name)
+                .map(|r| ((r.seqlen as f64).log2(), r.relative_throughput))
+                .collect();
+            if points.is_empty() {
+                continue;
+            }
+            points.sort_by(|a, b| a.0.total_cmp(&b.0));
+            // Each schedule is shifted sideways by a few pixels (a dodge), so schedules with equal values, as
+            // naive, descending and spt have on full masks, show as parallel lines instead of one.
+            let dodge = (position as f64 - (n as f64 - 1.0) / 2.0) * 0.05;
+            let points: Vec<(f64, f64)> = points.into_iter().map(|(x, y)| (x + dodge, y)).collect();
+            chart.draw_series(LineSeries::new(points.clone(), colour(k).stroke_width(2))).map_err(drawing)?;
+            for p in points {
+                draw_marker(root, k, chart.backend_coord(&p))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtins_keep_their_style_whatever_else_is_plotted() {
+        let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let all = names(&["naive", "descending", "spt", "shift", "symmetric-shift", "search"]);
+        let some = names(&["search", "symmetric-shift"]);
+        assert_eq!(style_index("symmetric-shift", &all), style_index("symmetric-shift", &some));
+        assert_eq!(style_index("search", &all), 5);
+        assert_eq!(style_index("search", &some), 5);
+    }
+}

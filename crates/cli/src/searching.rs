@@ -1,0 +1,215 @@
+//! Schedule search and schedule files on the command line: `--schedule search`, `--schedule-file` and
+//! `--save-schedule`, for every command that evaluates schedules through `Setup::evaluate_each` (so `gantt`,
+//! `sweep` and later ones get them without code of their own), and the pieces `dashc search` uses.
+//!
+//! The library never reads the clock; a time budget is a `stop` callback built here.
+
+use std::fmt::Write as _;
+use std::fs;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use schedulers::{
+    CostModel, Evaluation, FileHeader, Progress, Provenance, Schedule, ScheduleFile, ScheduleKind, SearchConfig,
+    SearchResult, evaluate, search,
+};
+
+use crate::args::ShapeArgs;
+use crate::exit::bad_input;
+use crate::output::write_file;
+use crate::setup::{Outcome, Setup};
+
+/// The schedule name that asks for a search.
+pub const SEARCH: &str = "search";
+/// Budget of `--schedule search` when no budget flag is given: small, and the same result everywhere.
+pub const DEFAULT_ITERATIONS: u64 = 400;
+/// Budget of `dashc search` when no budget flag is given.
+pub const DEFAULT_SEARCH_SECS: f64 = 10.0;
+
+/// When a search ends.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Budget {
+    Secs(f64),
+    Iterations(u64),
+}
+
+/// A resolved `--schedule search` (or `dashc search`) request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SearchRequest {
+    pub budget: Budget,
+    pub seed: u64,
+}
+
+impl SearchRequest {
+    /// The request of `a` if `wanted` (`--schedule` named search); budget flags without a search are refused.
+    pub fn from_args(a: &ShapeArgs, wanted: bool) -> Result<Option<SearchRequest>> {
+        let b = &a.search;
+        if !wanted {
+            if b.budget_secs.is_some() || b.iterations.is_some() || b.search_seed.is_some() {
+                return Err(bad_input(
+                    "--budget-secs, --iterations and --search-seed apply to --schedule search (or dashc search)",
+                ));
+            }
+            return Ok(None);
+        }
+        let budget = match (b.budget_secs, b.iterations) {
+            (Some(s), _) if !(s.is_finite() && s > 0.0) => {
+                return Err(bad_input(format!("--budget-secs must be a positive number of seconds (got {s})")));
+            }
+            (Some(s), _) => Budget::Secs(s),
+            (None, Some(0)) => return Err(bad_input("--iterations must be at least 1 (got 0)")),
+            (None, Some(n)) => Budget::Iterations(n),
+            (None, None) => Budget::Iterations(DEFAULT_ITERATIONS),
+        };
+        Ok(Some(SearchRequest { budget, seed: b.search_seed.unwrap_or(0) }))
+    }
+}
+
+/// Runs the search of `req` for `setup`, comparing with (and, with `builtin_seeds`, starting from) `builtins`
+/// and starting from the schedule of `--schedule-file` if one was given. `on_round` sees every round's
+/// progress and the time since the start.
+pub fn run(
+    setup: &Setup,
+    req: &SearchRequest,
+    builtins: Vec<ScheduleKind>,
+    builtin_seeds: bool,
+    on_round: &(dyn Fn(&Progress, Duration) + Sync),
+) -> Result<SearchResult> {
+    let started = Instant::now();
+    let config = SearchConfig {
+        seed: req.seed,
+        iterations: match req.budget {
+            Budget::Iterations(n) => Some(n),
+            Budget::Secs(_) => None,
+        },
+        builtins,
+        builtin_seeds,
+        seeds: setup.schedule_file.iter().map(|f| (*f.schedule).clone()).collect(),
+    };
+    let limit = match req.budget {
+        Budget::Secs(s) => Some(Duration::from_secs_f64(s)),
+        Budget::Iterations(_) => None,
+    };
+    let stop = |p: &Progress| {
+        let elapsed = started.elapsed();
+        on_round(p, elapsed);
+        limit.is_some_and(|l| elapsed >= l)
+    };
+    search(setup.problem, setup.mask.clone(), setup.tile_mask.clone(), setup.machine, &setup.costs, &config, &stop)
+        .context("schedule search")
+}
+
+/// The schedules of `setup` beyond the built-ins: the loaded file's, then the search's (against every
+/// built-in, starting from them too).
+pub fn evaluate_extra<T>(
+    setup: &Setup,
+    record_timeline: bool,
+    keep: &(impl Fn(Evaluation) -> T + Sync),
+) -> Result<Vec<Outcome<T>>> {
+    let mut out = Vec::new();
+    if let Some(file) = &setup.schedule_file {
+        out.push(Outcome::Done(keep(evaluate((*file.schedule).clone(), &setup.costs, record_timeline)?)));
+    }
+    if let Some(req) = &setup.search {
+        let result = run(setup, req, ScheduleKind::ALL.to_vec(), true, &|_, _| ())?;
+        out.push(Outcome::Done(keep(evaluate(result.schedule, &setup.costs, record_timeline)?)));
+    }
+    Ok(out)
+}
+
+/// A schedule read from `--schedule-file` and validated against the command's problem, mask and machine.
+#[derive(Debug, Clone)]
+pub struct LoadedSchedule {
+    pub schedule: Arc<Schedule>,
+}
+
+impl LoadedSchedule {
+    pub fn read(path: &Path, setup: &Setup) -> Result<LoadedSchedule> {
+        let file = read_schedule_file(path)?;
+        let schedule = file
+            .load(&setup.problem, &setup.mask, setup.tile_mask.clone(), setup.machine, &setup.costs)
+            .map_err(|e| bad_input(format!("schedule file {} {e}", path.display())))?;
+        Ok(LoadedSchedule { schedule: Arc::new(schedule) })
+    }
+}
+
+/// Parses a schedule file: JSON first, then its format and version, then the rest, so that each kind of
+/// mistake gets its own message.
+pub fn read_schedule_file(path: &Path) -> Result<ScheduleFile> {
+    let shown = path.display();
+    let text = fs::read_to_string(path).map_err(|e| bad_input(format!("cannot read schedule file {shown}: {e}")))?;
+    let value: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| bad_input(format!("schedule file {shown} is not valid JSON: {e}")))?;
+    if !value.is_object() {
+        return Err(bad_input(format!("schedule file {shown} is not a dashc schedule file (not a JSON object)")));
+    }
+    let header: FileHeader = serde_json::from_value(value.clone()).map_err(|e| {
+        bad_input(format!("schedule file {shown} is not a dashc schedule file (bad format or schema_version: {e})"))
+    })?;
+    header.check().map_err(|e| bad_input(format!("schedule file {shown} {e}")))?;
+    serde_json::from_value(value)
+        .map_err(|e| bad_input(format!("schedule file {shown} is malformed: {e}; see docs/schedule-file.md")))
+}
+
+/// The schedule file text of an evaluated schedule: pretty header, one unit per line (readable, diffable,
+/// and not one line per number).
+pub fn schedule_file_text(e: &Evaluation, costs: &CostModel) -> String {
+    let provenance =
+        Provenance { tool: format!("dashc {}", env!("CARGO_PKG_VERSION")), costs: *costs, makespan: e.makespan() };
+    let file = ScheduleFile::of(&e.schedule, Some(provenance));
+    let mut out = String::from("{\n");
+    let _ = writeln!(out, "  \"format\": {},", json(&file.format));
+    let _ = writeln!(out, "  \"schema_version\": {},", file.schema_version);
+    let _ = writeln!(out, "  \"name\": {},", json(&file.name));
+    let _ = writeln!(out, "  \"problem\": {},", json(&file.problem));
+    let _ = writeln!(out, "  \"mask\": {},", json(&file.mask));
+    let _ = writeln!(out, "  \"machine\": {},", json(&file.machine));
+    if let Some(p) = &file.provenance {
+        let _ = writeln!(out, "  \"provenance\": {},", json(p));
+    }
+    out.push_str("  \"units\": [\n");
+    for (i, u) in file.units.iter().enumerate() {
+        let sep = if i + 1 < file.units.len() { "," } else { "" };
+        let _ = writeln!(out, "    {}{sep}", json(u));
+    }
+    out.push_str("  ]\n}\n");
+    out
+}
+
+/// Compact JSON of one value of a schedule file (plain numbers, strings and structs: it cannot fail).
+fn json<T: serde::Serialize>(v: &T) -> String {
+    serde_json::to_string(v).expect("schedule file values serialise")
+}
+
+/// Refuses `--save-schedule` unless exactly one schedule is requested.
+pub fn check_save(setup: &Setup, save: Option<&Path>) -> Result<()> {
+    if save.is_none() {
+        return Ok(());
+    }
+    let count = setup.schedules.len() + setup.search.is_some() as usize + setup.schedule_file.is_some() as usize;
+    if count != 1 {
+        return Err(bad_input(format!(
+            "--save-schedule writes one schedule, but {count} are selected; pick one with --schedule (e.g. --schedule search)"
+        )));
+    }
+    Ok(())
+}
+
+/// Writes the schedule file text kept beside each outcome (there is at most one) and drops it.
+pub fn save_and_strip<T>(outcomes: Vec<Outcome<(T, Option<String>)>>, save: Option<&Path>) -> Result<Vec<Outcome<T>>> {
+    let mut out = Vec::with_capacity(outcomes.len());
+    for o in outcomes {
+        out.push(match o {
+            Outcome::Done((kept, text)) => {
+                if let (Some(path), Some(text)) = (save, text) {
+                    write_file(path, &text)?;
+                }
+                Outcome::Done(kept)
+            }
+            Outcome::Skipped { schedule, reason } => Outcome::Skipped { schedule, reason },
+        });
+    }
+    Ok(out)
+}

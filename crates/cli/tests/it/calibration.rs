@@ -1,0 +1,93 @@
+//! Calibrated costs, validation reports and traces: what works without a GPU, and every bad-input case.
+
+use std::path::PathBuf;
+
+use crate::common::{dashc, fails_with, stdout};
+
+fn fixture() -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/it/fixtures/costs-h200.json").display().to_string()
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("dashc-it-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn calibrated_costs_predict_microseconds_and_tflops() {
+    let costs = fixture();
+    let out = dashc(&["simulate", "--seqlen", "4096", "--batch", "4", "--mask", "causal", "--costs", &costs]);
+    assert!(out.status.success());
+    assert!(stdout(&out).contains("µs, calibrated on NVIDIA H200"), "{}", stdout(&out));
+    let out = dashc(&["sweep", "--costs", &costs, "--seqlens", "16384", "--masks", "full"]);
+    assert!(out.status.success());
+    let text = stdout(&out);
+    assert!(text.contains("TFLOPS") && text.contains("µs, calibrated"), "{text}");
+}
+
+#[test]
+fn costs_files_for_other_builds_or_malformed_are_refused() {
+    let costs = fixture();
+    fails_with(
+        &["bounds", "--head-dim", "64", "--block-m", "64", "--costs", &costs],
+        2,
+        "no entry for head dim 64, tiles 64x128",
+    );
+    fails_with(&["simulate", "--costs", &costs, "--compute", "2"], 2, "cannot be used with");
+    fails_with(&["simulate", "--costs", "/nonexistent/costs.json"], 2, "cannot read costs file");
+    let dir = temp_dir("badcosts");
+    let bad = dir.join("costs.json");
+    std::fs::write(&bad, "{\"format\": \"dashc-timeline\"}").unwrap();
+    fails_with(&["bounds", "--costs", bad.to_str().unwrap()], 2, "invalid costs file");
+}
+
+#[test]
+fn validate_and_trace_requests_fail_cleanly_without_gpu_work() {
+    fails_with(&["validate"], 2, "validate needs --costs FILE");
+    let costs = fixture();
+    fails_with(&["validate", "--costs", &costs, "--doc", "report.txt"], 2, "ending in .md");
+    fails_with(
+        &["run", "--seqlen", "1024", "--schedule", "all", "--trace", "t.json"],
+        2,
+        "exactly one built-in schedule",
+    );
+    fails_with(
+        &["run", "--seqlen", "1024", "--schedule", "naive", "--trace", "/nonexistent/t.json"],
+        2,
+        "does not exist",
+    );
+}
+
+#[test]
+fn validate_rewrites_its_report_from_raw_measurements_and_refuses_another_gpu() {
+    let dir = temp_dir("validate");
+    let raw = serde_json::json!({
+        "format": "dashc-validation-raw", "schema_version": 1, "command": "test", "tool": "dashc", "date": "d",
+        "commit": "c", "device": "NVIDIA H200", "compute_cap": "9.0", "driver": "x", "arch": "sm_90a",
+        "rows": [
+            {"mask": "full", "head_dim": 128, "heads": 16, "seqlen": 4096, "batch": 4, "schedule": "naive",
+             "status": "ok", "main_ms": 6.3, "total_ms": 6.5},
+            {"mask": "full", "head_dim": 128, "heads": 16, "seqlen": 4096, "batch": 4, "schedule": "shift",
+             "status": "ok", "main_ms": 5.5, "total_ms": 5.7}
+        ],
+        "gantt": []
+    });
+    let raw_path = dir.join("raw.json");
+    std::fs::write(&raw_path, raw.to_string()).unwrap();
+    let doc = dir.join("validation.md");
+    let costs = fixture();
+    let args =
+        ["validate", "--costs", &costs, "--from-raw", raw_path.to_str().unwrap(), "--doc", doc.to_str().unwrap()];
+    let out = dashc(&args);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = std::fs::read_to_string(&doc).unwrap();
+    assert!(text.contains("| full hd128 s4096 (4x16) | shift | held out | 5500.0 |"), "{text}");
+    assert!(dir.join("validation-scatter.png").is_file());
+    let other = raw.to_string().replace("NVIDIA H200", "NVIDIA H100 80GB HBM3");
+    std::fs::write(&raw_path, other).unwrap();
+    fails_with(&args, 2, "the measurements are from 'NVIDIA H100 80GB HBM3'");
+    std::fs::write(&raw_path, "{\"format\": 1").unwrap();
+    fails_with(&args, 2, "invalid validation raw file");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -1,0 +1,259 @@
+//! `dashc search`, `--schedule search`, `--schedule-file` and `--save-schedule`: results, round trips,
+//! reproducibility, and every bad input as one line with exit code 2.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use crate::common::{dashc, fails_with, stdout};
+
+/// A fresh folder for one test's files.
+fn scratch(test: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("search-tests").join(test);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// A small GQA problem with a sliding window: every part of the search is exercised in well under a second.
+const SHAPE: [&str; 14] = [
+    "--batch",
+    "2",
+    "--heads",
+    "4",
+    "--kv-heads",
+    "2",
+    "--seqlen",
+    "1024",
+    "--mask",
+    "sliding-window",
+    "--window-left",
+    "256",
+    "--sms",
+    "12",
+];
+
+fn args<'a>(head: &[&'a str], tail: &[&'a str]) -> Vec<&'a str> {
+    let mut v = head.to_vec();
+    v.extend_from_slice(&SHAPE);
+    v.extend_from_slice(tail);
+    v
+}
+
+fn json(out: &std::process::Output) -> serde_json::Value {
+    assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_str(&stdout(out)).expect("JSON on stdout")
+}
+
+#[test]
+fn search_reports_a_certified_schedule_beside_the_built_ins() {
+    let out = json(&dashc(&args(&["search"], &["--iterations", "64", "--json"])));
+    assert_eq!(out["schema_version"], 1);
+    assert_eq!(out["command"], "search");
+    let r = &out["result"];
+    let makespan = r["makespan"].as_f64().unwrap();
+    assert!(makespan >= r["certified_bound"].as_f64().unwrap());
+    assert!(r["certified_bound"].as_f64().unwrap() >= r["best_bound"].as_f64().unwrap());
+    assert_eq!(out["search"]["iterations"], 64);
+    let best = out["best_builtin"]["makespan"].as_f64().unwrap();
+    assert!(makespan <= best, "search {makespan} lost to the best built-in {best}");
+    for b in out["builtins"].as_array().unwrap() {
+        if let Some(m) = b["makespan"].as_f64() {
+            assert!(makespan <= m);
+        }
+    }
+    // The table names the search, its bound and the best built-in.
+    let text = stdout(&dashc(&args(&["search"], &["--iterations", "16"])));
+    assert!(text.contains("certificate: makespan"), "{text}");
+    assert!(text.contains("best built-in:"), "{text}");
+}
+
+#[test]
+fn fixed_iterations_give_the_same_schedule_on_one_or_two_threads() {
+    let dir = scratch("threads");
+    let run = |threads: &str, file: &str| {
+        let path = dir.join(file);
+        let mut a = args(&["search"], &["--iterations", "120", "--seed", "5", "--json", "--save-schedule"]);
+        let p = path.to_str().unwrap().to_string();
+        a.push(&p);
+        let out =
+            Command::new(env!("CARGO_BIN_EXE_dashc")).args(&a).env("RAYON_NUM_THREADS", threads).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let mut doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        doc.as_object_mut().unwrap().remove("saved_to");
+        (doc, std::fs::read_to_string(path).unwrap())
+    };
+    let (doc1, file1) = run("1", "one.json");
+    let (doc2, file2) = run("2", "two.json");
+    assert_eq!(doc1, doc2);
+    assert_eq!(file1, file2);
+}
+
+#[test]
+fn a_saved_schedule_loads_back_identically() {
+    let dir = scratch("round-trip");
+    let saved = dir.join("searched.json");
+    let saved_s = saved.to_str().unwrap();
+    let out = json(&dashc(&args(&["search"], &["--iterations", "40", "--json", "--save-schedule", saved_s])));
+    let makespan = out["result"]["makespan"].as_f64().unwrap();
+
+    let loaded = json(&dashc(&args(&["bounds"], &["--schedule-file", saved_s, "--json"])));
+    let results = loaded["results"].as_array().unwrap();
+    assert_eq!(results.len(), 1);
+    assert_eq!(results[0]["schedule"], "search");
+    assert_eq!(results[0]["makespan"].as_f64().unwrap(), makespan);
+
+    // Saving a loaded schedule writes the same file again.
+    let again = dir.join("again.json");
+    let again_s = again.to_str().unwrap();
+    assert!(dashc(&args(&["simulate"], &["--schedule-file", saved_s, "--save-schedule", again_s])).status.success());
+    assert_eq!(std::fs::read_to_string(&saved).unwrap(), std::fs::read_to_string(&again).unwrap());
+
+    // A built-in saved from `bounds` loads back with its own makespan.
+    let naive = dir.join("naive.json");
+    let naive_s = naive.to_str().unwrap();
+    let b = json(&dashc(&args(&["bounds"], &["--schedule", "naive", "--json", "--save-schedule", naive_s])));
+    let l = json(&dashc(&args(&["bounds"], &["--schedule-file", naive_s, "--json"])));
+    assert_eq!(b["results"][0]["makespan"], l["results"][0]["makespan"]);
+    assert_eq!(l["results"][0]["schedule"], "naive");
+}
+
+#[test]
+fn schedule_search_is_a_schedule_like_the_others() {
+    let out = json(&dashc(&args(&["bounds"], &["--schedule", "spt,search", "--iterations", "24", "--json"])));
+    let names: Vec<&str> = out["results"].as_array().unwrap().iter().map(|r| r["schedule"].as_str().unwrap()).collect();
+    assert_eq!(names, ["spt", "search"]);
+    let spt = out["results"][0]["makespan"].as_f64().unwrap();
+    let search = out["results"][1]["makespan"].as_f64().unwrap();
+    assert!(search <= spt);
+    // The default budget is a fixed number of iterations, so the output is reproducible.
+    let a = stdout(&dashc(&args(&["simulate"], &["--schedule", "search"])));
+    let b = stdout(&dashc(&args(&["simulate"], &["--schedule", "search"])));
+    assert_eq!(a, b);
+}
+
+#[test]
+fn random_documents_come_from_the_seed() {
+    let run = |seed: &str| {
+        let out = json(&dashc(&[
+            "bounds",
+            "--mask",
+            "document",
+            "--doc-random",
+            seed,
+            "--seqlen",
+            "16384",
+            "--schedule",
+            "spt",
+            "--json",
+        ]));
+        let lens: Vec<u64> =
+            out["problem"]["mask"]["lens"].as_array().unwrap().iter().map(|l| l.as_u64().unwrap()).collect();
+        assert_eq!(lens.iter().sum::<u64>(), 16384);
+        assert!(lens.iter().all(|&l| (512..=8192).contains(&l)), "{lens:?}");
+        lens
+    };
+    assert_eq!(run("4"), run("4"));
+    assert_ne!(run("4"), run("5"));
+}
+
+#[test]
+fn a_zero_or_misplaced_budget_is_refused() {
+    fails_with(&args(&["search"], &["--iterations", "0"]), 2, "--iterations must be at least 1 (got 0)");
+    fails_with(&args(&["search"], &["--budget-secs", "0"]), 2, "--budget-secs must be a positive number of seconds");
+    fails_with(&args(&["search"], &["--budget-secs=-2"]), 2, "--budget-secs must be a positive number of seconds");
+    fails_with(
+        &args(&["bounds"], &["--schedule", "search", "--iterations", "0"]),
+        2,
+        "--iterations must be at least 1",
+    );
+    fails_with(&args(&["bounds"], &["--iterations", "10"]), 2, "apply to --schedule search");
+    // Both budgets at once, or a schedule file beside --schedule: clap refuses the combination.
+    let both = dashc(&args(&["search"], &["--iterations", "5", "--budget-secs", "1"]));
+    assert_eq!(both.status.code(), Some(2));
+}
+
+#[test]
+fn save_schedule_needs_exactly_one_schedule() {
+    let dir = scratch("save-one");
+    let path = dir.join("x.json");
+    let p = path.to_str().unwrap();
+    fails_with(
+        &args(&["bounds"], &["--save-schedule", p]),
+        2,
+        "--save-schedule writes one schedule, but 5 are selected",
+    );
+    fails_with(&args(&["simulate"], &["--schedule", "naive,spt", "--save-schedule", p]), 2, "but 2 are selected");
+    assert!(!path.exists());
+}
+
+#[test]
+fn unreadable_and_malformed_schedule_files_are_named() {
+    let dir = scratch("malformed");
+    let write = |name: &str, text: &str| {
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        path.to_str().unwrap().to_string()
+    };
+    let load =
+        |path: &str| args(&["bounds"], &["--schedule-file", path]).into_iter().map(String::from).collect::<Vec<_>>();
+    let check = |path: &str, needle: &str| {
+        let a = load(path);
+        fails_with(&a.iter().map(String::as_str).collect::<Vec<_>>(), 2, needle);
+    };
+    check(dir.join("missing.json").to_str().unwrap(), "cannot read schedule file");
+    check(&write("garbage.json", "{ not json"), "is not valid JSON");
+    check(&write("array.json", "[1, 2, 3]"), "is not a dashc schedule file (not a JSON object)");
+    check(&write("other.json", r#"{"format": "something-else", "schema_version": 1}"#), "is not a dashc schedule file");
+    check(
+        &write("future.json", r#"{"format": "dashc-schedule", "schema_version": 99}"#),
+        "has schema_version 99, but this dashc reads version 1",
+    );
+    check(&write("partial.json", r#"{"format": "dashc-schedule", "schema_version": 1, "name": "x"}"#), "is malformed");
+    // The clap conflict: --schedule-file replaces --schedule.
+    let a = load(dir.join("missing.json").to_str().unwrap());
+    let mut a: Vec<&str> = a.iter().map(String::as_str).collect();
+    a.extend(["--schedule", "naive"]);
+    assert_eq!(dashc(&a).status.code(), Some(2));
+}
+
+#[test]
+fn a_file_for_another_problem_or_a_tampered_one_is_refused() {
+    let dir = scratch("foreign");
+    let saved = dir.join("s.json");
+    let s = saved.to_str().unwrap();
+    assert!(dashc(&args(&["search"], &["--iterations", "8", "--save-schedule", s])).status.success());
+    // SHAPE with some flags' values replaced (clap refuses a flag given twice).
+    fn with<'a>(file: &'a str, change: &[&'a str]) -> Vec<&'a str> {
+        let mut a = vec!["bounds"];
+        a.extend_from_slice(&SHAPE);
+        for pair in change.chunks(2) {
+            match a.iter().position(|x| *x == pair[0]) {
+                Some(at) => a[at + 1] = pair[1],
+                None => a.extend_from_slice(pair),
+            }
+        }
+        a.extend(["--schedule-file", file]);
+        a
+    }
+    fails_with(&with(s, &["--seqlen", "2048"]), 2, "is for seqlen_q 1024, but the command asks for 2048");
+    fails_with(&with(s, &["--sms", "13"]), 2, "is for sms 12, but the command asks for 13");
+    fails_with(&with(s, &["--kv-heads", "4"]), 2, "is for kv_heads 2, but the command asks for 4");
+    fails_with(&with(s, &["--launch", "persistent"]), 2, "is for launch in-order, but the command asks for persistent");
+    fails_with(
+        &with(s, &["--window-left", "300"]),
+        2,
+        "is for mask sliding-window (left 256, right 0), but the command asks for sliding-window (left 300, right 0)",
+    );
+
+    // Swap the ranks of two contributions: the order no longer validates.
+    let text = std::fs::read_to_string(&saved).unwrap();
+    let mut doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let units = doc["units"].as_array_mut().unwrap();
+    let v = units[0]["visits"][0].as_array().unwrap().clone();
+    units[0]["visits"][0] = serde_json::json!([v[0], v[1], 999]);
+    let bad = dir.join("bad-rank.json");
+    std::fs::write(&bad, serde_json::to_string(&doc).unwrap()).unwrap();
+    let mut a = args(&["bounds"], &["--schedule-file"]);
+    a.push(bad.to_str().unwrap());
+    fails_with(&a, 2, "does not hold a valid schedule: invalid schedule: dq tile");
+}

@@ -1,0 +1,428 @@
+//! Fitting the cost model to measured per-task timestamps (a GPU trace).
+//!
+//! The caller parses the trace; this module only pairs stamps with the schedule that produced them and fits
+//! robust statistics. It lives beside the simulator because the two must agree on what each cost means:
+//!
+//! - `compute`: from the end of the previous task's reduce (or, for a unit's first task, from its compute
+//!   start) to the arrival at the rank wait; split into full tiles and partially masked ones.
+//! - `reduce`: from the reduce start (the rank was seen) to the reduce end.
+//! - `handoff`: from the predecessor's reduce end to the waiter's reduce start, sampled only where the waiter
+//!   had arrived before the predecessor's reduce ended (otherwise its start says nothing about the latency).
+//! - `unit_start`: the SM's gap between the previous unit's end and this unit's start (CTA dispatch), plus
+//!   this unit's start to its first compute start (loading K and V).
+//! - `unit_finish`: from the last task's reduce end to the unit's end (writing dK and dV, the last release).
+//!
+//! With these definitions a trace produced by the simulator itself is fitted back to the costs it was
+//! simulated with (see the tests).
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use crate::{CostModel, Schedule};
+
+/// The stamps of one task (one visit), in one time unit, on one clock.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct TaskStamps {
+    pub compute_start: f64,
+    /// Arrival at the rank wait: the compute phase is done.
+    pub arrival: f64,
+    pub reduce_start: f64,
+    pub reduce_end: f64,
+}
+
+/// The stamps of one unit (one CTA), in launch order, with the SM it ran on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UnitStamps {
+    pub sm: u32,
+    pub start: f64,
+    pub end: f64,
+    pub tasks: Vec<TaskStamps>,
+}
+
+/// Why a trace cannot be paired with a schedule.
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum CalibrationError {
+    #[error("the trace has {trace} units, the schedule {schedule}")]
+    UnitCount { trace: usize, schedule: usize },
+    #[error("unit {unit}: the trace has {trace} tasks, the schedule {schedule}")]
+    TaskCount { unit: usize, trace: usize, schedule: usize },
+    #[error("unit {unit}, task {task}: stamps are not in order ({what})")]
+    Disorder { unit: usize, task: usize, what: &'static str },
+    #[error("the traces hold no {what} sample: trace a schedule where it occurs")]
+    NoSamples { what: &'static str },
+}
+
+/// Raw samples of every cost, pooled over one or more traced runs.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Samples {
+    pub compute_full: Vec<f64>,
+    pub compute_partial: Vec<f64>,
+    pub reduce: Vec<f64>,
+    /// (latency, predecessor's SM, waiter's SM).
+    pub handoff: Vec<(f64, u32, u32)>,
+    /// A unit's start to its first compute start.
+    pub unit_load: Vec<f64>,
+    /// The previous unit's end on the same SM to this unit's start.
+    pub dispatch_gap: Vec<f64>,
+    pub unit_finish: Vec<f64>,
+    /// Waits that happened (reduce start minus arrival, where positive), for the report.
+    pub waits: Vec<f64>,
+}
+
+/// Summary of one sample set.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Stat {
+    pub n: usize,
+    pub median: f64,
+    /// Mean of the middle 80% (10% trimmed at each end).
+    pub trimmed_mean: f64,
+    pub p10: f64,
+    pub p90: f64,
+}
+
+/// Two populations of hand-off latencies, when the data shows them.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct HandoffSplit {
+    pub near: Stat,
+    pub far: Stat,
+    /// Share of samples in the far population.
+    pub far_fraction: f64,
+}
+
+/// The fitted costs and the statistics behind them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Fit {
+    pub costs: CostModel,
+    pub compute_full: Stat,
+    pub compute_partial: Option<Stat>,
+    pub reduce: Stat,
+    pub handoff: Stat,
+    /// Present when the hand-off latencies fall into two clearly separated groups.
+    pub handoff_split: Option<HandoffSplit>,
+    pub unit_load: Stat,
+    pub dispatch_gap: Option<Stat>,
+    pub unit_finish: Stat,
+}
+
+/// Fewer partial-tile samples than this and the partial cost is not fitted separately.
+const MIN_PARTIAL: usize = 8;
+
+impl Samples {
+    /// Adds the samples of one traced run of `schedule`.
+    pub fn add_run(&mut self, schedule: &Schedule, units: &[UnitStamps]) -> Result<(), CalibrationError> {
+        let su = schedule.units();
+        if su.len() != units.len() {
+            return Err(CalibrationError::UnitCount { trace: units.len(), schedule: su.len() });
+        }
+        let m = schedule.problem().m_tiles() as usize;
+        // For every dQ tile, who holds each rank: (unit, task).
+        let mut holders: Vec<Vec<(u32, u32)>> = vec![Vec::new(); schedule.problem().bh_count() as usize * m];
+        for (ui, (u, t)) in su.iter().zip(units).enumerate() {
+            if u.visits.len() != t.tasks.len() {
+                return Err(CalibrationError::TaskCount { unit: ui, trace: t.tasks.len(), schedule: u.visits.len() });
+            }
+            for (k, (v, s)) in u.visits.iter().zip(&t.tasks).enumerate() {
+                let ordered =
+                    s.compute_start <= s.arrival && s.arrival <= s.reduce_start && s.reduce_start <= s.reduce_end;
+                if !ordered {
+                    return Err(CalibrationError::Disorder {
+                        unit: ui,
+                        task: k,
+                        what: "compute start, arrival, reduce start, reduce end",
+                    });
+                }
+                let tile = u.bh as usize * m + v.q as usize;
+                let list = &mut holders[tile];
+                if list.len() <= v.rank as usize {
+                    list.resize(v.rank as usize + 1, (u32::MAX, 0));
+                }
+                list[v.rank as usize] = (ui as u32, k as u32);
+            }
+        }
+        let mut last_end_on_sm: Vec<(u32, f64)> = Vec::new();
+        // Units in order of their start, so that "the previous unit on this SM" is well defined.
+        let mut by_start: Vec<usize> = (0..units.len()).collect();
+        by_start.sort_by(|&a, &b| units[a].start.total_cmp(&units[b].start).then(a.cmp(&b)));
+        for &ui in &by_start {
+            let t = &units[ui];
+            if t.tasks.is_empty() {
+                continue;
+            }
+            if let Some(slot) = last_end_on_sm.iter_mut().find(|(sm, _)| *sm == t.sm) {
+                let gap = t.start - slot.1;
+                if gap >= 0.0 {
+                    self.dispatch_gap.push(gap);
+                }
+                slot.1 = t.end;
+            } else {
+                last_end_on_sm.push((t.sm, t.end));
+            }
+            self.unit_load.push(t.tasks[0].compute_start - t.start);
+            self.unit_finish.push(t.end - t.tasks[t.tasks.len() - 1].reduce_end);
+        }
+        for (u, t) in su.iter().zip(units) {
+            for (k, (v, s)) in u.visits.iter().zip(&t.tasks).enumerate() {
+                let from = if k == 0 { s.compute_start } else { t.tasks[k - 1].reduce_end };
+                let c = s.arrival - from;
+                if v.fraction() < 1.0 { &mut self.compute_partial } else { &mut self.compute_full }.push(c);
+                self.reduce.push(s.reduce_end - s.reduce_start);
+                if s.reduce_start > s.arrival {
+                    self.waits.push(s.reduce_start - s.arrival);
+                }
+                if v.rank > 0 {
+                    let (pu, pk) = holders[u.bh as usize * m + v.q as usize][v.rank as usize - 1];
+                    let pred = &units[pu as usize];
+                    let pred_end = pred.tasks[pk as usize].reduce_end;
+                    if s.arrival <= pred_end {
+                        self.handoff.push((s.reduce_start - pred_end, pred.sm, t.sm));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Fits the cost model. Every cost is a 10%-trimmed mean (a median would under-count a skewed phase, and
+    /// the makespan is a sum of phases); medians and percentiles are reported beside it.
+    pub fn fit(&self) -> Result<Fit, CalibrationError> {
+        let need = |v: &[f64], what: &'static str| {
+            if v.is_empty() { Err(CalibrationError::NoSamples { what }) } else { Ok(stat(v)) }
+        };
+        let compute_full = need(&self.compute_full, "full-tile compute")?;
+        let compute_partial = (self.compute_partial.len() >= MIN_PARTIAL).then(|| stat(&self.compute_partial));
+        let reduce = need(&self.reduce, "reduce")?;
+        let latencies: Vec<f64> = self.handoff.iter().map(|h| h.0).collect();
+        let handoff = need(&latencies, "hand-off (a waiter that arrived before its predecessor's reduce ended)")?;
+        let unit_load = need(&self.unit_load, "unit start")?;
+        let dispatch_gap = (!self.dispatch_gap.is_empty()).then(|| stat(&self.dispatch_gap));
+        let unit_finish = need(&self.unit_finish, "unit finish")?;
+        let costs = CostModel {
+            compute: compute_full.trimmed_mean,
+            compute_partial: compute_partial.map(|s| s.trimmed_mean),
+            scale_by_fraction: false,
+            reduce: reduce.trimmed_mean,
+            handoff: handoff.trimmed_mean,
+            unit_start: unit_load.trimmed_mean + dispatch_gap.map_or(0.0, |s| s.trimmed_mean),
+            unit_finish: unit_finish.trimmed_mean,
+            dkv_reduce: reduce.trimmed_mean,
+        };
+        Ok(Fit {
+            costs,
+            compute_full,
+            compute_partial,
+            reduce,
+            handoff,
+            handoff_split: split(&latencies),
+            unit_load,
+            dispatch_gap,
+            unit_finish,
+        })
+    }
+}
+
+fn sorted(v: &[f64]) -> Vec<f64> {
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    s
+}
+
+fn quantile(s: &[f64], q: f64) -> f64 {
+    // Linear interpolation between order statistics.
+    let x = q * (s.len() - 1) as f64;
+    let (lo, hi) = (x.floor() as usize, x.ceil() as usize);
+    s[lo] + (s[hi] - s[lo]) * (x - lo as f64)
+}
+
+/// Median, 10%-trimmed mean and the 10th and 90th percentiles of a non-empty sample.
+pub fn stat(v: &[f64]) -> Stat {
+    let s = sorted(v);
+    let cut = s.len() / 10;
+    let mid = &s[cut..s.len() - cut];
+    Stat {
+        n: s.len(),
+        median: quantile(&s, 0.5),
+        trimmed_mean: mid.iter().sum::<f64>() / mid.len() as f64,
+        p10: quantile(&s, 0.1),
+        p90: quantile(&s, 0.9),
+    }
+}
+
+/// Splits latencies into two groups when they form two clearly separated populations: the best two-group
+/// split (least within-group squared error) must explain at least 75% of the variance, each group must hold
+/// at least 10% of the samples, and the far group's median must be at least 1.5 times the near one's.
+pub fn split(v: &[f64]) -> Option<HandoffSplit> {
+    if v.len() < 20 {
+        return None;
+    }
+    let s = sorted(v);
+    let n = s.len();
+    let mut prefix = vec![0.0; n + 1];
+    let mut prefix2 = vec![0.0; n + 1];
+    for (i, x) in s.iter().enumerate() {
+        prefix[i + 1] = prefix[i] + x;
+        prefix2[i + 1] = prefix2[i] + x * x;
+    }
+    let sse = |a: usize, b: usize| {
+        let (sum, sum2, k) = (prefix[b] - prefix[a], prefix2[b] - prefix2[a], (b - a) as f64);
+        sum2 - sum * sum / k
+    };
+    let total = sse(0, n);
+    if total <= 0.0 {
+        return None;
+    }
+    let lo = n.div_ceil(10);
+    let (k, within) = (lo..=n - lo).map(|k| (k, sse(0, k) + sse(k, n))).min_by(|a, b| a.1.total_cmp(&b.1))?;
+    let (near, far) = (stat(&s[..k]), stat(&s[k..]));
+    if within > 0.25 * total || far.median < 1.5 * near.median {
+        return None;
+    }
+    Some(HandoffSplit { near, far, far_fraction: (n - k) as f64 / n as f64 })
+}
+
+/// Stamps that the simulator would produce for `schedule` under `costs`: the ground truth of the fitting tests
+/// and a reference for reading real traces. Times start at 0; SM ids are the simulator's.
+pub fn simulated_stamps(schedule: &Schedule, costs: &CostModel) -> Result<Vec<UnitStamps>, crate::ScheduleError> {
+    let sim = crate::simulate(schedule, costs, true)?;
+    let units = schedule.units();
+    let mut out: Vec<UnitStamps> = units
+        .iter()
+        .enumerate()
+        .map(|(i, u)| UnitStamps {
+            sm: sim.unit_sm[i],
+            start: sim.unit_start[i],
+            end: sim.unit_end[i],
+            tasks: vec![
+                TaskStamps { compute_start: 0.0, arrival: 0.0, reduce_start: 0.0, reduce_end: 0.0 };
+                u.visits.len()
+            ],
+        })
+        .collect();
+    let mut next_task = vec![0usize; units.len()];
+    let mut reduce_next = vec![0usize; units.len()];
+    for seg in &sim.timeline {
+        let u = seg.unit as usize;
+        match seg.kind {
+            crate::SegmentKind::Compute => {
+                let t = &mut out[u].tasks[next_task[u]];
+                t.compute_start = seg.start;
+                t.arrival = seg.end;
+                // Until a reduce says otherwise, the task has not waited.
+                t.reduce_start = seg.end;
+                next_task[u] += 1;
+            }
+            crate::SegmentKind::Reduce => {
+                let t = &mut out[u].tasks[reduce_next[u]];
+                t.reduce_start = seg.start;
+                t.reduce_end = seg.end;
+                reduce_next[u] += 1;
+            }
+            _ => {}
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use dag_model::{Mask, Problem, ProblemSpec, TileMask};
+
+    use super::*;
+    use crate::{LaunchPolicy, Machine, ScheduleKind};
+
+    fn schedule(kind: ScheduleKind, mask: Mask, costs: &CostModel) -> Schedule {
+        let problem = Problem::new(ProblemSpec {
+            batch: 2,
+            heads: 3,
+            kv_heads: 3,
+            seqlen_q: 1024,
+            seqlen_k: 1024,
+            head_dim: 128,
+            block_m: 64,
+            block_n: 128,
+        })
+        .unwrap();
+        let tiles = Arc::new(TileMask::new(&problem, &mask).unwrap());
+        let machine = Machine { sms: 10, launch: LaunchPolicy::InOrder };
+        kind.build(problem, mask, tiles, machine, costs).unwrap()
+    }
+
+    fn truth() -> CostModel {
+        CostModel {
+            compute: 5.0,
+            compute_partial: Some(5.5),
+            scale_by_fraction: false,
+            reduce: 2.0,
+            handoff: 0.4,
+            unit_start: 1.5,
+            unit_finish: 0.8,
+            dkv_reduce: 2.0,
+        }
+    }
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() < 1e-9 * b.abs().max(1.0)
+    }
+
+    #[test]
+    fn simulated_traces_give_back_their_costs() {
+        let costs = truth();
+        let mut samples = Samples::default();
+        for (kind, mask) in [
+            (ScheduleKind::Naive, Mask::Causal),
+            (ScheduleKind::Descending, Mask::Causal),
+            (ScheduleKind::Naive, Mask::Full),
+        ] {
+            let s = schedule(kind, mask, &costs);
+            samples.add_run(&s, &simulated_stamps(&s, &costs).unwrap()).unwrap();
+        }
+        let fit = samples.fit().unwrap();
+        let got = fit.costs;
+        assert!(close(got.compute, 5.0), "{got:?}");
+        assert!(close(got.compute_partial.unwrap(), 5.5), "{got:?}");
+        assert!(close(got.reduce, 2.0), "{got:?}");
+        assert!(close(got.handoff, 0.4), "{got:?}");
+        assert!(close(got.unit_start, 1.5), "{got:?}");
+        assert!(close(got.unit_finish, 0.8), "{got:?}");
+        assert!(fit.handoff.n > 0 && fit.handoff_split.is_none());
+        // The fitted model predicts the traced run's makespan exactly.
+        let s = schedule(ScheduleKind::Naive, Mask::Causal, &costs);
+        let a = crate::simulate(&s, &costs, false).unwrap().makespan;
+        let b = crate::simulate(&s, &got, false).unwrap().makespan;
+        assert!(close(a, b));
+    }
+
+    #[test]
+    fn noise_is_trimmed() {
+        let mut v = vec![1.0; 90];
+        v.extend([1000.0; 5]);
+        v.extend([0.0; 5]);
+        let s = stat(&v);
+        assert_eq!(s.median, 1.0);
+        assert_eq!(s.trimmed_mean, 1.0);
+    }
+
+    #[test]
+    fn two_populations_are_split_and_one_is_not() {
+        let mut v: Vec<f64> = (0..300).map(|i| 0.2 + 0.001 * (i % 7) as f64).collect();
+        v.extend((0..100).map(|i| 0.6 + 0.002 * (i % 5) as f64));
+        let sp = split(&v).expect("two populations");
+        assert!((sp.near.median - 0.203).abs() < 0.01 && (sp.far.median - 0.604).abs() < 0.01);
+        assert!((sp.far_fraction - 0.25).abs() < 1e-9);
+        let one: Vec<f64> = (0..400).map(|i| 0.2 + 0.0005 * i as f64).collect();
+        assert!(split(&one).is_none());
+    }
+
+    #[test]
+    fn mismatched_traces_are_refused() {
+        let costs = truth();
+        let s = schedule(ScheduleKind::Naive, Mask::Full, &costs);
+        let mut stamps = simulated_stamps(&s, &costs).unwrap();
+        stamps[3].tasks.pop();
+        let err = Samples::default().add_run(&s, &stamps).unwrap_err();
+        assert!(matches!(err, CalibrationError::TaskCount { unit: 3, .. }), "{err}");
+        stamps.pop();
+        assert!(matches!(Samples::default().add_run(&s, &stamps), Err(CalibrationError::UnitCount { .. })));
+    }
+}
