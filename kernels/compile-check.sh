@@ -38,7 +38,9 @@ ${EXTRA_VARIANTS:-}"
 
 mkdir -p "$out"
 (cd "$root" && cargo build --quiet -p codegen --example render)
-render="$root/target/debug/examples/render"
+# The example lands in cargo's target directory, which CARGO_TARGET_DIR may move.
+target_dir="$(cd "$root" && cargo metadata --format-version 1 --no-deps | python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')"
+render="$target_dir/debug/examples/render"
 
 # Render every variant, then compile all (variant, arch) pairs in parallel.
 pairs=()

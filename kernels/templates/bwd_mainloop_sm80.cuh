@@ -342,8 +342,8 @@ __device__ __forceinline__ bool warp_wait_for_rank(const BwdParams& p, const int
 // follows every thread's reductions. The release (a fence at GPU scope, then the
 // increment) makes the adds visible -- landed in L2, not merely issued -- before
 // the increment can be observed; it is cumulative over the adds that the barrier
-// ordered before it. The kernel calls this at the top of the next visit, after a
-// whole dK product, when the adds have landed, so the fence waits for little.
+// ordered before it. The kernel calls this at the top of the next visit, where the
+// adds were issued shortly before, after the CTA's dQ/dV/dK products.
 __device__ __forceinline__ void release_rank(int* sem) {
   asm volatile("red.release.gpu.global.add.s32 [%0], 1;\n" ::"l"(sem) : "memory");
 }
@@ -470,9 +470,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) bwd_main_kernel(const BwdPar
     cp_async_wait_all();
     __syncthreads();
     if constexpr (Cfg::DETERMINISTIC) {
-      // Publish the previous visit's dQ adds. They were issued before its dK
-      // product and the barrier above orders every warp's adds before this point,
-      // so they have landed and the release fence waits for little. Publishing
+      // Publish the previous visit's dQ adds: the barrier above orders every warp's
+      // adds before this point, and the release fence waits until they have landed
+      // (they were issued at the end of that visit, after its products). Publishing
       // later (after this visit's S/dP phase) measured 2% faster on full masks but
       // lengthens every hand-off by that phase, and schedules whose contributions
       // to a dQ tile follow each other closely (descending on causal masks) lost
@@ -590,15 +590,18 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) bwd_main_kernel(const BwdPar
       }
     }
 
-    // ---- dQ_i partial = dS K_j (with dV_j += P^T dO_i), reduced in rank order ------
+    // ---- dQ_i partial = dS K_j, reduced in rank order; dV_j, dK_j products ----------
     // Deterministic build: lane 0 of every warp reads the semaphore before the
     // barrier and the dQ product, and each warp waits for its rank on its own
     // after the product (no CTA barrier): in the common case the rank has arrived
     // and the read's round trip is hidden. Rank 0 never waits (semaphores start at 0).
-    // The dV product is issued with the dQ product: 24 independent accumulator
-    // tiles per warp instead of 8 hide the mma and ldmatrix latencies (2 warps per
-    // scheduler cannot); the dQ adds still leave a whole dK product before the
-    // release at the next visit's top (bench/NOTES.md run 7).
+    // The dV_j += P^T dO_i and dK_j += dS^T Q_i products are issued with the dQ
+    // product, before the wait: 40 independent accumulator tiles per warp instead of
+    // 8 hide the mma and ldmatrix latencies that 2 warps per scheduler cannot, and
+    // the wait comes a dV/dK phase later, when the rank has more often arrived. The
+    // adds then reach the release at the next visit's top barrier shortly after
+    // being issued; that fence wait measured cheaper than the waits it saves
+    // (bench/NOTES.md runs 8 and 9).
     int early_seen = 0;
     if constexpr (Cfg::DETERMINISTIC) {
       if (lane == 0 && cur.rank != 0) early_seen = ld_acquire_gpu(p.dq_semaphore + (size_t)bh * p.m_tiles + cur.q);
@@ -609,6 +612,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) bwd_main_kernel(const BwdPar
       zero_acc(acc_dq);
       warp_gemm<kDqMT, kDqNT, BN, false, BN, true, D>(acc_dq, sDs, dq_m0, sK, dq_d0);
       warp_gemm<kDkvMT, kDkvNT, BM, true, BN, true, D>(acc_dv, sP, dkv_n0, sDo, dkv_d0);
+      warp_gemm<kDkvMT, kDkvNT, BM, true, BN, true, D>(acc_dk, sDs, dkv_n0, sQ, dkv_d0);
 
       bool add = true;
       if constexpr (Cfg::DETERMINISTIC) {
@@ -635,8 +639,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) bwd_main_kernel(const BwdPar
       if (Cfg::DETERMINISTIC && fresh_thread_index() == 0) s_release_q = cur.q;
     }
 
-    // ---- dK_j += dS^T Q_i ------------------------------------------------------------
-    warp_gemm<kDkvMT, kDkvNT, BM, true, BN, true, D>(acc_dk, sDs, dkv_n0, sQ, dkv_d0);
     trace_stamp<Cfg>(p, visit_index, 3);
 
     // ---- End of this KV tile's visits: write dK_j, dV_j, load the next K/V -------
