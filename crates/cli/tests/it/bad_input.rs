@@ -84,3 +84,25 @@ fn timeline_limits_and_unwritable_paths() {
         "cannot write /nonexistent/dir/t.json",
     );
 }
+
+#[test]
+fn a_schedule_file_that_deadlocks_names_the_waiting_unit() {
+    // Unit 0 adds second on Q tile 0, but the first add belongs to unit 1, which one SM never launches.
+    let dir = std::env::temp_dir().join(format!("dashc-deadlock-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("deadlock.json");
+    std::fs::write(
+        &file,
+        r#"{"format":"dashc-schedule","schema_version":1,"name":"deadlock",
+            "problem":{"batch":1,"heads":1,"kv_heads":1,"seqlen_q":256,"seqlen_k":256,"head_dim":64,"block_m":128,"block_n":128},
+            "mask":{"kind":"full"},"machine":{"sms":1,"launch":"in-order"},
+            "units":[{"bh":0,"visits":[[0,0,1],[0,1,0]],"dkv_ranks":[0]},
+                     {"bh":0,"visits":[[1,0,0],[1,1,1]],"dkv_ranks":[0]}]}"#,
+    )
+    .unwrap();
+    let shape = ["--seqlen", "256", "--heads", "1", "--head-dim", "64", "--block-m", "128", "--block-n", "128"];
+    let mut args = vec!["bounds", "--mask", "full", "--sms", "1", "--schedule-file", file.to_str().unwrap()];
+    args.extend(shape);
+    fails_with(&args, 2, "deadlock on 1 SMs (in-order launch): unit 0 (bh 0) waits for rank 1 of dq tile 0");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
