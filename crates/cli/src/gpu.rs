@@ -82,9 +82,11 @@ pub fn write_generated(dir: &Path, generated: &Generated) -> Result<()> {
 }
 
 /// The folder where a configuration is built: one per (variant, architecture).
+/// Trace builds live beside their timing builds, with a `_trace` suffix.
 pub fn build_dir(work_dir: &Path, config: &KernelConfig) -> PathBuf {
     let archs: Vec<&str> = config.archs.iter().map(|a| a.name()).collect();
-    work_dir.join(format!("{}_{}", config.variant_name(), archs.join("+")))
+    let trace = if config.trace { "_trace" } else { "" };
+    work_dir.join(format!("{}_{}{trace}", config.variant_name(), archs.join("+")))
 }
 
 /// Renders and builds every configuration at once, one nvcc process each (a build takes tens of seconds and

@@ -2,10 +2,10 @@
 //! kernel with TRACE on (in its own folder, so it never displaces the timing build), run one schedule, and
 //! read the stamps back.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::Result;
-use codegen::{Arch, Generated, KernelConfig, Templates, generate};
+use codegen::{Arch, KernelConfig, Templates, generate};
 use schedulers::Schedule;
 
 use crate::args::GpuArgs;
@@ -18,45 +18,6 @@ pub fn trace_config(schedule: &Schedule, arch: Arch) -> Result<KernelConfig> {
     let mut config = kernel_config(schedule.problem(), schedule.mask(), true, arch)?;
     config.trace = true;
     Ok(config)
-}
-
-/// Where a trace build lives: beside the timing build, with a `_trace` suffix.
-pub fn trace_dir(work_dir: &Path, config: &KernelConfig) -> PathBuf {
-    let base = crate::gpu::build_dir(work_dir, config);
-    let name = base.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
-    base.with_file_name(format!("{name}_trace"))
-}
-
-/// Builds the trace variants of `configs` in parallel (one nvcc each).
-pub fn prebuild_traced(nvcc: &Path, work_dir: &Path, configs: &[KernelConfig]) -> Result<()> {
-    let templates = Templates::embedded();
-    let jobs: Vec<(PathBuf, Generated)> = configs
-        .iter()
-        .map(|config| {
-            let files = codegen::render_sources(config, &templates, &codegen::Provenance::default())
-                .map_err(|e| bad_input(e.to_string()))?;
-            let generated = Generated {
-                files,
-                nvcc: codegen::nvcc_command(config),
-                binary: codegen::BINARY.to_string(),
-                schedule_file: codegen::SCHEDULE_FILE.to_string(),
-            };
-            Ok((trace_dir(work_dir, config), generated))
-        })
-        .collect::<Result<_>>()?;
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = jobs
-            .iter()
-            .map(|(dir, generated)| {
-                scope.spawn(move || -> Result<()> {
-                    write_generated(dir, generated)?;
-                    build(nvcc, dir, generated)?;
-                    Ok(())
-                })
-            })
-            .collect();
-        handles.into_iter().try_for_each(|h| h.join().expect("build thread does not panic"))
-    })
 }
 
 /// One traced run: the harness's result (its times are those of the trace build) and the parsed trace.
@@ -77,7 +38,7 @@ pub fn run_traced(
 ) -> Result<TracedRun> {
     let config = trace_config(schedule, arch)?;
     let generated = generate(schedule, &config, &Templates::embedded()).map_err(|e| bad_input(e.to_string()))?;
-    let dir = trace_dir(&gpu.work_dir, &config);
+    let dir = crate::gpu::build_dir(&gpu.work_dir, &config);
     write_generated(&dir, &generated)?;
     build(nvcc, &dir, &generated)?;
     let data = generated.files.iter().find(|f| f.path == generated.schedule_file).expect("schedule file");

@@ -11,10 +11,11 @@ use crate::args::{CalibrateArgs, ConfigsArgs, LaunchArg, ShapeOnly};
 use crate::commands::codegen::arch_of;
 use crate::costs_file::{CalibrationRun, CostsEntry, CostsFile};
 use crate::exit::bad_input;
+use crate::gpu::prebuild;
 use crate::gpu::{find_nvcc, probe_device};
 use crate::output::table;
 use crate::sweep::{Plan, mask_name};
-use crate::traced::{prebuild_traced, run_traced, trace_config};
+use crate::traced::{run_traced, trace_config};
 use schedulers::calibrate::Samples;
 
 /// Tool version, date and commit, for the files a GPU run writes.
@@ -88,7 +89,7 @@ pub fn run(args: CalibrateArgs) -> Result<()> {
         }
     }
     eprintln!("calibrate: building {} trace variants", configs.len());
-    prebuild_traced(&nvcc, &args.gpu.work_dir, &configs)?;
+    prebuild(&nvcc, &args.gpu.work_dir, &configs)?;
 
     let mut groups: BTreeMap<(u32, u32, u32), (Samples, Vec<CalibrationRun>)> = BTreeMap::new();
     for (c, schedule) in &jobs {
