@@ -18,7 +18,6 @@ impl std::error::Error for BadInput {}
 
 /// A check that ran and failed (a kernel mismatch, a prediction off beyond tolerance): exit code 1.
 #[derive(Debug)]
-#[allow(dead_code)]
 pub struct CheckFailed(pub String);
 
 impl fmt::Display for CheckFailed {
@@ -30,7 +29,6 @@ impl std::error::Error for CheckFailed {}
 
 /// The toolchain or the GPU is missing: exit code 3.
 #[derive(Debug)]
-#[allow(dead_code)]
 pub struct Unavailable(pub String);
 
 impl fmt::Display for Unavailable {
