@@ -51,7 +51,7 @@ pub fn measure_setup(
     // Predict and generate on the CPU in parallel; keep only the prediction and the generated files.
     let prepared = setup.evaluate_each(false, |e| {
         let det = generate(&e.schedule, &det_config, &templates);
-        let nondet = generate(&e.schedule, &nondet_config, &templates);
+        let nondet = with_nondeterministic.then(|| generate(&e.schedule, &nondet_config, &templates));
         (e.schedule.name().to_string(), e.makespan(), det, nondet)
     })?;
     let opts = HarnessOptions {
@@ -91,7 +91,7 @@ pub fn measure_setup(
                 run_harness(&dir, &generated, &file, &opts)
             };
         let deterministic = run_variant(&det_config, det)?;
-        let nondeterministic = if with_nondeterministic { Some(run_variant(&nondet_config, nondet)?) } else { None };
+        let nondeterministic = nondet.map(|g| run_variant(&nondet_config, g)).transpose()?;
         out.push(Outcome::Done(Measured {
             schedule: name,
             predicted_makespan: predicted,
