@@ -144,6 +144,14 @@ pub struct CostArgs {
     /// Latency of a semaphore hand-off between consecutive ranks
     #[arg(long, default_value_t = 0.0, value_name = "T")]
     pub handoff: f64,
+    /// Extra semaphore read paid by a task whose rank was released after its compute started (the kernel's
+    /// early read missed)
+    #[arg(long, default_value_t = 0.0, value_name = "T")]
+    pub poll: f64,
+    /// Model the generated kernel's K/V epilogues: a move to another KV tile costs --unit-finish + --unit-start,
+    /// and the dQ release before it (or of a unit's last visit) waits for it (docs/calibration.md)
+    #[arg(long)]
+    pub kernel_epilogues: bool,
     /// Per-unit start overhead (load K, V)
     #[arg(long, default_value_t = 0.0, value_name = "T")]
     pub unit_start: f64,
@@ -154,7 +162,7 @@ pub struct CostArgs {
     #[arg(long, value_name = "R")]
     pub dkv_reduce: Option<f64>,
     /// Calibrated costs (µs) from `dashc calibrate` (docs/calibration.md); replace the flags above
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["compute", "compute_partial", "scale_by_fraction", "reduce", "handoff", "unit_start", "unit_finish", "dkv_reduce"])]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["compute", "compute_partial", "scale_by_fraction", "reduce", "handoff", "poll", "kernel_epilogues", "unit_start", "unit_finish", "dkv_reduce"])]
     pub costs: Option<PathBuf>,
 }
 
@@ -217,7 +225,7 @@ pub struct GanttArgs {
 }
 
 /// The simulation flags that a timeline file replaces.
-const GANTT_SHAPE_FLAGS: [&str; 33] = [
+const GANTT_SHAPE_FLAGS: [&str; 35] = [
     "batch",
     "heads",
     "kv_heads",
@@ -247,6 +255,8 @@ const GANTT_SHAPE_FLAGS: [&str; 33] = [
     "scale_by_fraction",
     "reduce",
     "handoff",
+    "poll",
+    "kernel_epilogues",
     "unit_start",
     "unit_finish",
     "dkv_reduce",
@@ -429,7 +439,7 @@ pub struct CalibrateArgs {
     #[arg(long, default_value = "full,causal", value_name = "LIST")]
     pub masks: String,
     /// Schedules to trace (those that apply to each configuration): some with waits, some with free hand-offs
-    #[arg(long, default_value = "naive,descending,shift", value_name = "LIST")]
+    #[arg(long, default_value = "naive,descending,shift,symmetric-shift", value_name = "LIST")]
     pub schedules: String,
     /// Tokens per configuration: batch x seqlen
     #[arg(long, default_value_t = 16384, value_name = "N")]

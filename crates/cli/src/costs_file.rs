@@ -158,7 +158,17 @@ mod tests {
         let s = Samples {
             compute_full: vec![5.0; 10],
             reduce: vec![2.0; 10],
-            handoff: vec![(0.3, 0, 1); 10],
+            waiters: vec![
+                schedulers::calibrate::Waiter {
+                    compute_start: 0.0,
+                    arrival: 5.0,
+                    reduce_start: 6.3,
+                    pred_release: 6.0,
+                    pred_sm: 0,
+                    sm: 1,
+                };
+                10
+            ],
             unit_load: vec![1.0; 10],
             unit_finish: vec![0.5; 10],
             ..Samples::default()

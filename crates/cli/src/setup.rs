@@ -108,6 +108,8 @@ impl Setup {
             scale_by_fraction: c.scale_by_fraction,
             reduce: c.reduce,
             handoff: c.handoff,
+            poll: c.poll,
+            kernel_epilogues: c.kernel_epilogues,
             unit_start: c.unit_start,
             unit_finish: c.unit_finish,
             dkv_reduce: c.dkv_reduce.unwrap_or(c.reduce),

@@ -3,13 +3,20 @@
 //! The caller parses the trace; this module only pairs stamps with the schedule that produced them and fits
 //! robust statistics. It lives beside the simulator because the two must agree on what each cost means:
 //!
-//! - `compute`: from the end of the previous task's reduce (or, for a unit's first task, from its compute
-//!   start) to the arrival at the rank wait; split into full tiles and partially masked ones.
+//! - `compute`: from the end of the previous task's reduce to the arrival at the rank wait; split into full
+//!   tiles and partially masked ones. A unit's first task is left out: it also waits for K and V to land.
 //! - `reduce`: from the reduce start (the rank was seen) to the reduce end.
-//! - `handoff`: from the predecessor's reduce end to the waiter's reduce start, sampled only where the waiter
-//!   had arrived before the predecessor's reduce ended (otherwise its start says nothing about the latency).
+//! - A task's predecessor on its dQ tile *releases* the rank at its reduce end; for the last task of its unit,
+//!   at the unit's end; for a task after which the unit moves to another KV tile, at the next task's compute
+//!   start (`kernel_epilogues`: the kernel publishes those adds after the dK/dV epilogue). A task after such a
+//!   move is left out of `compute` like a unit's first one.
+//! - `handoff`: from the predecessor's release to the waiter's reduce start, sampled only where the waiter had
+//!   arrived before the release (otherwise its start says nothing about the latency).
+//! - `poll`: the waiter's reduce start minus its arrival, sampled where the rank became visible (release plus
+//!   hand-off) after the waiter's compute started (so its early read missed) but before it arrived.
 //! - `unit_start`: the SM's gap between the previous unit's end and this unit's start (CTA dispatch), plus
-//!   this unit's start to its first compute start (loading K and V).
+//!   this unit's start to its first compute start (loading K and V), plus how much longer the first task's
+//!   compute took than a later task's of the same kind.
 //! - `unit_finish`: from the last task's reduce end to the unit's end (writing dK and dV, the last release).
 //!
 //! With these definitions a trace produced by the simulator itself is fitted back to the costs it was
@@ -52,14 +59,27 @@ pub enum CalibrationError {
     NoSamples { what: &'static str },
 }
 
+/// A task of rank > 0 and its predecessor on the same dQ tile.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Waiter {
+    pub compute_start: f64,
+    pub arrival: f64,
+    pub reduce_start: f64,
+    /// When the predecessor released the rank (see the module comment).
+    pub pred_release: f64,
+    pub pred_sm: u32,
+    pub sm: u32,
+}
+
 /// Raw samples of every cost, pooled over one or more traced runs.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Samples {
     pub compute_full: Vec<f64>,
     pub compute_partial: Vec<f64>,
+    /// The compute of each unit's first task, and whether that tile is partial.
+    pub first_compute: Vec<(f64, bool)>,
     pub reduce: Vec<f64>,
-    /// (latency, predecessor's SM, waiter's SM).
-    pub handoff: Vec<(f64, u32, u32)>,
+    pub waiters: Vec<Waiter>,
     /// A unit's start to its first compute start.
     pub unit_load: Vec<f64>,
     /// The previous unit's end on the same SM to this unit's start.
@@ -74,7 +94,7 @@ pub struct Samples {
 pub struct Stat {
     pub n: usize,
     pub median: f64,
-    /// Mean of the middle 80% (10% trimmed at each end).
+    /// Mean after cutting `TRIM` of the sample at each end.
     pub trimmed_mean: f64,
     pub p10: f64,
     pub p90: f64,
@@ -99,6 +119,12 @@ pub struct Fit {
     pub handoff: Stat,
     /// Present when the hand-off latencies fall into two clearly separated groups.
     pub handoff_split: Option<HandoffSplit>,
+    /// Absent when no task's early read missed a rank that was visible by its arrival.
+    #[serde(default)]
+    pub poll: Option<Stat>,
+    /// How much longer a unit's first compute took than a later one of the same kind.
+    #[serde(default)]
+    pub first_compute_excess: Option<Stat>,
     pub unit_load: Stat,
     pub dispatch_gap: Option<Stat>,
     pub unit_finish: Stat,
@@ -162,9 +188,12 @@ impl Samples {
         }
         for (u, t) in su.iter().zip(units) {
             for (k, (v, s)) in u.visits.iter().zip(&t.tasks).enumerate() {
-                let from = if k == 0 { s.compute_start } else { t.tasks[k - 1].reduce_end };
-                let c = s.arrival - from;
-                if v.fraction() < 1.0 { &mut self.compute_partial } else { &mut self.compute_full }.push(c);
+                if k == 0 || u.visits[k - 1].kv != v.kv {
+                    self.first_compute.push((s.arrival - s.compute_start, v.fraction() < 1.0));
+                } else {
+                    let c = s.arrival - t.tasks[k - 1].reduce_end;
+                    if v.fraction() < 1.0 { &mut self.compute_partial } else { &mut self.compute_full }.push(c);
+                }
                 self.reduce.push(s.reduce_end - s.reduce_start);
                 if s.reduce_start > s.arrival {
                     self.waits.push(s.reduce_start - s.arrival);
@@ -172,18 +201,42 @@ impl Samples {
                 if v.rank > 0 {
                     let (pu, pk) = holders[u.bh as usize * m + v.q as usize][v.rank as usize - 1];
                     let pred = &units[pu as usize];
-                    let pred_end = pred.tasks[pk as usize].reduce_end;
-                    if s.arrival <= pred_end {
-                        self.handoff.push((s.reduce_start - pred_end, pred.sm, t.sm));
-                    }
+                    let pk = pk as usize;
+                    let pred_visits = &su[pu as usize].visits;
+                    let pred_release = if pk + 1 == pred.tasks.len() {
+                        pred.end
+                    } else if pred_visits[pk + 1].kv != pred_visits[pk].kv {
+                        pred.tasks[pk + 1].compute_start
+                    } else {
+                        pred.tasks[pk].reduce_end
+                    };
+                    self.waiters.push(Waiter {
+                        compute_start: s.compute_start,
+                        arrival: s.arrival,
+                        reduce_start: s.reduce_start,
+                        pred_release,
+                        pred_sm: pred.sm,
+                        sm: t.sm,
+                    });
                 }
             }
         }
         Ok(())
     }
 
-    /// Fits the cost model. Every cost is a 10%-trimmed mean (a median would under-count a skewed phase, and
-    /// the makespan is a sum of phases); medians and percentiles are reported beside it.
+    /// Hand-off latencies: (latency, predecessor's SM, waiter's SM) of every waiter that arrived before the
+    /// release.
+    pub fn handoffs(&self) -> Vec<(f64, u32, u32)> {
+        self.waiters
+            .iter()
+            .filter(|w| w.arrival <= w.pred_release)
+            .map(|w| (w.reduce_start - w.pred_release, w.pred_sm, w.sm))
+            .collect()
+    }
+
+    /// Fits the cost model. Every cost is a trimmed mean (`TRIM` cut at each end): the makespan is a sum of
+    /// phases, so a median would under-count a skewed phase, while the cut drops the rare sample that a
+    /// preemption or a clock glitch stretched. Medians and percentiles are reported beside it.
     pub fn fit(&self) -> Result<Fit, CalibrationError> {
         let need = |v: &[f64], what: &'static str| {
             if v.is_empty() { Err(CalibrationError::NoSamples { what }) } else { Ok(stat(v)) }
@@ -191,18 +244,38 @@ impl Samples {
         let compute_full = need(&self.compute_full, "full-tile compute")?;
         let compute_partial = (self.compute_partial.len() >= MIN_PARTIAL).then(|| stat(&self.compute_partial));
         let reduce = need(&self.reduce, "reduce")?;
-        let latencies: Vec<f64> = self.handoff.iter().map(|h| h.0).collect();
-        let handoff = need(&latencies, "hand-off (a waiter that arrived before its predecessor's reduce ended)")?;
+        let latencies: Vec<f64> = self.handoffs().iter().map(|h| h.0).collect();
+        let handoff = need(&latencies, "hand-off (a waiter that arrived before its predecessor's release)")?;
+        let h = handoff.trimmed_mean;
+        let polls: Vec<f64> = self
+            .waiters
+            .iter()
+            .filter(|w| w.pred_release + h > w.compute_start && w.pred_release + h <= w.arrival)
+            .map(|w| w.reduce_start - w.arrival)
+            .collect();
+        let poll = (!polls.is_empty()).then(|| stat(&polls));
+        let compute_of = |partial: bool| match (partial, compute_partial) {
+            (true, Some(p)) => p.trimmed_mean,
+            _ => compute_full.trimmed_mean,
+        };
+        let excess: Vec<f64> = self.first_compute.iter().map(|&(c, partial)| c - compute_of(partial)).collect();
+        let first_compute_excess = (!excess.is_empty()).then(|| stat(&excess));
         let unit_load = need(&self.unit_load, "unit start")?;
         let dispatch_gap = (!self.dispatch_gap.is_empty()).then(|| stat(&self.dispatch_gap));
         let unit_finish = need(&self.unit_finish, "unit finish")?;
+        let unit_start = unit_load.trimmed_mean
+            + dispatch_gap.map_or(0.0, |s| s.trimmed_mean)
+            + first_compute_excess.map_or(0.0, |s| s.trimmed_mean);
         let costs = CostModel {
             compute: compute_full.trimmed_mean,
             compute_partial: compute_partial.map(|s| s.trimmed_mean),
             scale_by_fraction: false,
             reduce: reduce.trimmed_mean,
-            handoff: handoff.trimmed_mean,
-            unit_start: unit_load.trimmed_mean + dispatch_gap.map_or(0.0, |s| s.trimmed_mean),
+            handoff: h,
+            poll: poll.map_or(0.0, |s| s.trimmed_mean.max(0.0)),
+            kernel_epilogues: true,
+            // A first task faster than later ones would make this negative; the model has no negative costs.
+            unit_start: unit_start.max(0.0),
             unit_finish: unit_finish.trimmed_mean,
             dkv_reduce: reduce.trimmed_mean,
         };
@@ -213,6 +286,8 @@ impl Samples {
             reduce,
             handoff,
             handoff_split: split(&latencies),
+            poll,
+            first_compute_excess,
             unit_load,
             dispatch_gap,
             unit_finish,
@@ -233,10 +308,13 @@ fn quantile(s: &[f64], q: f64) -> f64 {
     s[lo] + (s[hi] - s[lo]) * (x - lo as f64)
 }
 
-/// Median, 10%-trimmed mean and the 10th and 90th percentiles of a non-empty sample.
+/// Share of a sample cut at each end before the mean is taken.
+pub const TRIM: f64 = 0.02;
+
+/// Median, trimmed mean (`TRIM`) and the 10th and 90th percentiles of a non-empty sample.
 pub fn stat(v: &[f64]) -> Stat {
     let s = sorted(v);
-    let cut = s.len() / 10;
+    let cut = (s.len() as f64 * TRIM) as usize;
     let mid = &s[cut..s.len() - cut];
     Stat {
         n: s.len(),
@@ -355,6 +433,8 @@ mod tests {
             scale_by_fraction: false,
             reduce: 2.0,
             handoff: 0.4,
+            poll: 0.3,
+            kernel_epilogues: true,
             unit_start: 1.5,
             unit_finish: 0.8,
             dkv_reduce: 2.0,
@@ -373,8 +453,13 @@ mod tests {
             (ScheduleKind::Naive, Mask::Causal),
             (ScheduleKind::Descending, Mask::Causal),
             (ScheduleKind::Naive, Mask::Full),
+            // Units of two KV tiles: epilogues inside a unit.
+            (ScheduleKind::SymmetricShift, Mask::Causal),
         ] {
             let s = schedule(kind, mask, &costs);
+            if kind == ScheduleKind::SymmetricShift {
+                assert!(s.units().iter().any(|u| u.kv_runs().count() == 2));
+            }
             samples.add_run(&s, &simulated_stamps(&s, &costs).unwrap()).unwrap();
         }
         let fit = samples.fit().unwrap();
@@ -383,6 +468,8 @@ mod tests {
         assert!(close(got.compute_partial.unwrap(), 5.5), "{got:?}");
         assert!(close(got.reduce, 2.0), "{got:?}");
         assert!(close(got.handoff, 0.4), "{got:?}");
+        assert!(close(got.poll, 0.3) && fit.poll.unwrap().n > 0, "{got:?}");
+        assert!(got.kernel_epilogues);
         assert!(close(got.unit_start, 1.5), "{got:?}");
         assert!(close(got.unit_finish, 0.8), "{got:?}");
         assert!(fit.handoff.n > 0 && fit.handoff_split.is_none());
@@ -395,9 +482,9 @@ mod tests {
 
     #[test]
     fn noise_is_trimmed() {
-        let mut v = vec![1.0; 90];
-        v.extend([1000.0; 5]);
-        v.extend([0.0; 5]);
+        let mut v = vec![1.0; 96];
+        v.extend([1000.0; 2]);
+        v.extend([0.0; 2]);
         let s = stat(&v);
         assert_eq!(s.median, 1.0);
         assert_eq!(s.trimmed_mean, 1.0);

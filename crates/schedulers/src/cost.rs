@@ -17,6 +17,17 @@ pub struct CostModel {
     pub reduce: f64,
     /// Latency of one semaphore hand-off: from a rank's release to the next rank's reduce start.
     pub handoff: f64,
+    /// A read of the semaphore that finds the rank already released: paid by a task whose rank was not yet
+    /// visible when its compute started (the kernel reads the semaphore early, at the top of the visit, and
+    /// again after its products only when that early read missed). 0 in the idealized model.
+    #[serde(default)]
+    pub poll: f64,
+    /// Model the generated kernel's K/V epilogues (MHA only). Where a unit's visits move to another KV tile,
+    /// it writes dK/dV and loads the next K/V (`unit_finish` + `unit_start`) before the next compute; the
+    /// dQ release of the visit before such a move, and of the unit's last visit, waits for that epilogue
+    /// (the kernel publishes it behind the same fence). Off in the idealized model.
+    #[serde(default)]
+    pub kernel_epilogues: bool,
     /// Per-unit work before the first task (loading K and V).
     pub unit_start: f64,
     /// Per-unit work after the last task (writing dK and dV).
@@ -34,6 +45,8 @@ impl CostModel {
             scale_by_fraction: false,
             reduce: r,
             handoff: 0.0,
+            poll: 0.0,
+            kernel_epilogues: false,
             unit_start: 0.0,
             unit_finish: 0.0,
             dkv_reduce: r,
@@ -47,6 +60,7 @@ impl CostModel {
             ("compute-partial", self.compute_partial),
             ("reduce", Some(self.reduce)),
             ("handoff", Some(self.handoff)),
+            ("poll", Some(self.poll)),
             ("unit-start", Some(self.unit_start)),
             ("unit-finish", Some(self.unit_finish)),
             ("dkv-reduce", Some(self.dkv_reduce)),

@@ -109,6 +109,8 @@ struct SmState {
     step: usize,
     /// Compute of the current step done; the unit is at its reduce since `time`.
     arrived: bool,
+    /// When the current step's compute started (the kernel's early semaphore read).
+    compute_start: f64,
     /// The unit has run its finish phase and the SM waits for the dispatcher.
     finished: bool,
     /// Persistent policy: the next unit of this SM's static list.
@@ -143,9 +145,29 @@ pub fn simulate(schedule: &Schedule, costs: &CostModel, record_timeline: bool) -
     let mut dkv = Tiles::new(if gqa { (problem.batch() * problem.kv_heads()) as usize * n } else { 0 });
     let runs: Vec<Vec<u32>> = if gqa { units.iter().map(|u| u.kv_runs().collect()).collect() } else { Vec::new() };
     let handoff = costs.handoff();
+    // When a dQ contribution of rank > 0 may start its reduce (see `CostModel::poll`): at arrival if the rank
+    // was visible when the compute started, else a poll after arrival and no earlier than the rank is visible.
+    let dq_reduce_start = |arrival: f64, compute_start: f64, released_at: f64| {
+        let visible = released_at + handoff;
+        if visible <= compute_start { arrival } else { (arrival + costs.poll).max(visible) }
+    };
+    // `kernel_epilogues`: a move to another KV tile inside a unit costs an epilogue and a K/V load, and the
+    // release of the visit before it (or of the unit's last visit) waits for the epilogue. With GQA the
+    // epilogue follows the dK/dV reductions, so the option applies to MHA only.
+    let epilogues = costs.kernel_epilogues && !gqa;
 
-    let mut sms =
-        vec![SmState { unit: u32::MAX, time: 0.0, step: 0, arrived: false, finished: false, next_static: 0 }; p];
+    let mut sms = vec![
+        SmState {
+            unit: u32::MAX,
+            time: 0.0,
+            step: 0,
+            arrived: false,
+            compute_start: 0.0,
+            finished: false,
+            next_static: 0
+        };
+        p
+    ];
     let mut stats = vec![SmStats::default(); p];
     let mut unit_start = vec![f64::NAN; units.len()];
     let mut unit_end = vec![f64::NAN; units.len()];
@@ -219,6 +241,7 @@ pub fn simulate(schedule: &Schedule, costs: &CostModel, record_timeline: bool) -
             let (tiles, tile, rank, kv, q, wait_kind, reduce_kind, reduce_cost) = if s.step < unit.visits.len() {
                 let v = unit.visits[s.step];
                 if !s.arrived {
+                    s.compute_start = s.time;
                     let end = s.time + costs.compute(v.fraction());
                     record(seg(SegmentKind::Compute, v.kv as u32, v.q as u32, s.time, end));
                     st.busy += end - s.time;
@@ -258,7 +281,14 @@ pub fn simulate(schedule: &Schedule, costs: &CostModel, record_timeline: bool) -
                 tiles.parked[tile].push((rank, sm));
                 break;
             }
-            let start = if rank == 0 { s.time } else { s.time.max(tiles.released_at[tile] + handoff) };
+            let is_dq = wait_kind == SegmentKind::Wait;
+            let start = if rank == 0 {
+                s.time
+            } else if is_dq {
+                dq_reduce_start(s.time, s.compute_start, tiles.released_at[tile])
+            } else {
+                s.time.max(tiles.released_at[tile] + handoff)
+            };
             if start > s.time {
                 record(seg(wait_kind, kv, q, s.time, start));
                 st.wait += start - s.time;
@@ -269,13 +299,35 @@ pub fn simulate(schedule: &Schedule, costs: &CostModel, record_timeline: bool) -
             s.time = end;
             s.arrived = false;
             s.step += 1;
+            let mut release = end;
+            if is_dq && epilogues {
+                if s.step == unit.visits.len() {
+                    release = end + costs.unit_finish();
+                } else if unit.visits[s.step].kv != unit.visits[s.step - 1].kv {
+                    // Write dK/dV of the old KV tile, then load the new one: booked as a finish and a start.
+                    let (old_kv, next) = (unit.visits[s.step - 1], unit.visits[s.step]);
+                    let written = end + costs.unit_finish();
+                    record(seg(SegmentKind::Finish, old_kv.kv as u32, old_kv.q as u32, end, written));
+                    let loaded = written + costs.unit_start();
+                    record(seg(SegmentKind::Start, next.kv as u32, next.q as u32, written, loaded));
+                    st.busy += loaded - end;
+                    s.time = loaded;
+                    release = loaded;
+                }
+            }
             tiles.count[tile] += 1;
-            tiles.released_at[tile] = end;
+            tiles.released_at[tile] = release;
             let want = tiles.count[tile];
             if let Some(at) = tiles.parked[tile].iter().position(|&(r, _)| r == want) {
                 let (_, waiter) = tiles.parked[tile].swap_remove(at);
-                let arrival = sms[waiter as usize].time;
-                heap.push(Event { time: arrival.max(end + handoff), sm: waiter });
+                let w = &sms[waiter as usize];
+                // A parked waiter arrived before this release, so its early read missed.
+                let time = if is_dq {
+                    dq_reduce_start(w.time, w.compute_start, release)
+                } else {
+                    w.time.max(release + handoff)
+                };
+                heap.push(Event { time, sm: waiter });
             }
         }
         sms[sm as usize] = s;

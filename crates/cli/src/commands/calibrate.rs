@@ -163,13 +163,16 @@ pub fn summary(file: &CostsFile) -> String {
             add("hand-off, near", Some(&sp.near));
             add("hand-off, far", Some(&sp.far));
         }
+        add("poll (early read missed)", f.poll.as_ref());
         add("unit load (K, V)", Some(&f.unit_load));
+        add("first compute, extra", f.first_compute_excess.as_ref());
         add("CTA dispatch gap", f.dispatch_gap.as_ref());
         add("unit finish", Some(&f.unit_finish));
     }
     format!(
-        "costs calibrated on {} (µs; the model uses the 10%-trimmed mean)\n{}",
+        "costs calibrated on {} (µs; the model uses the {}%-trimmed mean)\n{}",
         file.gpu,
+        schedulers::calibrate::TRIM * 100.0,
         table(&["kernel", "phase", "trimmed mean", "median", "p10 .. p90", "samples"], &rows)
     )
 }

@@ -19,18 +19,19 @@ fn mask_strategy() -> impl Strategy<Value = Mask> {
 }
 
 fn costs_strategy() -> impl Strategy<Value = CostModel> {
-    (0.5f64..2.0, 0.0f64..0.8, 0.0f64..0.3, 0.0f64..0.5, 0.0f64..0.5, any::<bool>()).prop_map(
-        |(c, r, h, s, f, scale)| CostModel {
+    (0.5f64..2.0, 0.0f64..0.8, 0.0f64..0.3, 0.0f64..0.5, 0.0f64..0.5, any::<bool>(), 0.0f64..0.2, any::<bool>())
+        .prop_map(|(c, r, h, s, f, scale, poll, late)| CostModel {
             compute: c,
             compute_partial: Some(c * 0.8),
             scale_by_fraction: scale,
             reduce: r,
             handoff: h,
+            poll,
+            kernel_epilogues: late,
             unit_start: s,
             unit_finish: f,
             dkv_reduce: r,
-        },
-    )
+        })
 }
 
 /// A small real-machine problem: non-square tiles, unequal sequence lengths, GQA, several waves.
@@ -89,6 +90,9 @@ proptest! {
 
     #[test]
     fn unbounded_machine_equals_the_critical_path((problem, mask, machine, costs) in case()) {
+        // The DAG has no edge for the kernel's poll after a missed early read (it depends on timing) nor for
+        // the late last release: with those, the critical path is a lower bound only (the test above).
+        let costs = CostModel { poll: 0.0, kernel_epilogues: false, ..costs };
         for kind in ScheduleKind::ALL {
             if kind.check_applicable(&problem, &mask).is_err() {
                 continue;

@@ -51,6 +51,8 @@ fn case() -> impl Strategy<Value = (Problem, Mask, Machine, CostModel)> {
                 scale_by_fraction: scale,
                 reduce: r,
                 handoff: h,
+                poll: 0.0,
+                kernel_epilogues: false,
                 unit_start: o,
                 unit_finish: o / 2.0,
                 dkv_reduce: r,
