@@ -19,7 +19,7 @@ pub enum Command {
     Simulate(SimulateArgs),
     /// Search for a schedule of low simulated makespan (any mask, GQA) and certify it against lower bounds
     Search(SearchArgs),
-    /// Draw a Gantt chart (one lane per SM) of simulated schedules or of a timeline file, as PNG or SVG
+    /// Draw a Gantt chart (one lane per SM) of simulated schedules or of timeline files, as PNG or SVG
     Gantt(GanttArgs),
     /// Evaluate many shapes x schedules (default: the paper's 24 configurations): table, JSON, CSV, plot
     Sweep(SweepArgs),
@@ -210,12 +210,13 @@ pub struct GanttArgs {
     /// Output image: FILE.png or FILE.svg
     #[arg(short, long, value_name = "FILE")]
     pub out: PathBuf,
-    /// Stack these schedules (comma-separated) on one shared time axis; with --timeline, pick them from the file
+    /// Stack these schedules (comma-separated) on one shared time axis; with --timeline, pick them from each file
     #[arg(long, value_name = "A,B,...")]
     pub compare: Option<String>,
-    /// Draw this timeline file (docs/timeline-format.md) instead of simulating; shape flags do not apply
+    /// Draw this timeline file (docs/timeline-format.md) instead of simulating; shape flags do not apply. Give it
+    /// again to stack timelines of one problem and time unit (a prediction and a measurement) on one time axis
     #[arg(long, value_name = "FILE", conflicts_with_all = GANTT_SHAPE_FLAGS)]
-    pub timeline: Option<PathBuf>,
+    pub timeline: Vec<PathBuf>,
     /// Image width in pixels
     #[arg(long, default_value_t = 1600, value_name = "PX")]
     pub width: u32,

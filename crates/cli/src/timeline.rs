@@ -2,7 +2,7 @@
 //! SM, in one documented format (docs/timeline-format.md) that `gantt --timeline` draws.
 
 use dag_model::{Mask, ProblemSpec};
-use schedulers::{CostModel, Machine, Segment, SegmentKind};
+use schedulers::{CostModel, Difference, Machine, Segment, SegmentKind, first_difference};
 use serde::{Deserialize, Serialize};
 
 use crate::output::SCHEMA_VERSION;
@@ -168,4 +168,34 @@ impl TimelineFile {
         }
         Ok(())
     }
+}
+
+/// Refuses timelines that cannot share one chart: each file, named by `name`, must be of the first file's
+/// problem, mask and machine (as far as the format records them) and in its time unit. The one-line message
+/// names both files and the first field that differs.
+pub fn check_comparable(files: &[(&str, &TimelineFile)]) -> anyhow::Result<()> {
+    let Some(&(first_name, first)) = files.first() else { return Ok(()) };
+    for &(name, file) in &files[1..] {
+        let (a, b) = (first.time_unit.as_str(), file.time_unit.as_str());
+        if a != b {
+            let hint = if a == "tile-compute" || b == "tile-compute" {
+                "; predict with `dashc simulate ... --costs FILE --timeline FILE` so that both are in µs"
+            } else {
+                ""
+            };
+            return Err(crate::exit::bad_input(format!(
+                "timelines {first_name} and {name} cannot share a time axis: time_unit is {a} in {first_name} but \
+                 {b} in {name}{hint}"
+            )));
+        }
+        if let Some(Difference { field, left, right }) =
+            first_difference((&first.problem, &first.mask, first.machine), (&file.problem, &file.mask, file.machine))
+        {
+            return Err(crate::exit::bad_input(format!(
+                "timelines {first_name} and {name} are not of one problem: {field} is {left} in {first_name} but \
+                 {right} in {name}"
+            )));
+        }
+    }
+    Ok(())
 }

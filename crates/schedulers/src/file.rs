@@ -149,39 +149,59 @@ impl ScheduleFile {
     }
 
     fn check_matches(&self, problem: &Problem, mask: &Mask, machine: Machine) -> Result<(), ScheduleFileError> {
-        let (f, a) = (self.problem, problem.spec());
-        let fields = [
-            ("batch", f.batch, a.batch),
-            ("heads", f.heads, a.heads),
-            ("kv_heads", f.kv_heads, a.kv_heads),
-            ("seqlen_q", f.seqlen_q, a.seqlen_q),
-            ("seqlen_k", f.seqlen_k, a.seqlen_k),
-            ("head_dim", f.head_dim, a.head_dim),
-            ("block_m", f.block_m, a.block_m),
-            ("block_n", f.block_n, a.block_n),
-            ("sms", self.machine.sms, machine.sms),
-        ];
-        for (field, file, asked) in fields {
-            if file != asked {
-                return Err(ScheduleFileError::Mismatch { field, file: file.to_string(), asked: asked.to_string() });
+        match first_difference((&self.problem, &self.mask, self.machine), (&problem.spec(), mask, machine)) {
+            Some(Difference { field, left, right }) => {
+                Err(ScheduleFileError::Mismatch { field, file: left, asked: right })
             }
+            None => Ok(()),
         }
-        if self.machine.launch != machine.launch {
-            return Err(ScheduleFileError::Mismatch {
-                field: "launch",
-                file: self.machine.launch.name().to_string(),
-                asked: machine.launch.name().to_string(),
-            });
-        }
-        if self.mask != *mask {
-            return Err(ScheduleFileError::Mismatch {
-                field: "mask",
-                file: describe(&self.mask),
-                asked: describe(mask),
-            });
-        }
-        Ok(())
     }
+}
+
+/// A field in which two (problem, mask, machine) descriptions differ: its name as the JSON files spell it, and
+/// its value on each side, in words.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Difference {
+    pub field: &'static str,
+    pub left: String,
+    pub right: String,
+}
+
+/// The first field in which `left` and `right` differ, checked in a fixed order (the shape fields, `sms`,
+/// `launch`, `mask`), so that a message about two files always names the same field; `None` when they describe
+/// one problem on one machine. Files of schedules and timelines are matched with it.
+pub fn first_difference(
+    left: (&ProblemSpec, &Mask, Machine),
+    right: (&ProblemSpec, &Mask, Machine),
+) -> Option<Difference> {
+    let ((f, fm, fmach), (a, am, amach)) = (left, right);
+    let fields = [
+        ("batch", f.batch, a.batch),
+        ("heads", f.heads, a.heads),
+        ("kv_heads", f.kv_heads, a.kv_heads),
+        ("seqlen_q", f.seqlen_q, a.seqlen_q),
+        ("seqlen_k", f.seqlen_k, a.seqlen_k),
+        ("head_dim", f.head_dim, a.head_dim),
+        ("block_m", f.block_m, a.block_m),
+        ("block_n", f.block_n, a.block_n),
+        ("sms", fmach.sms, amach.sms),
+    ];
+    for (field, l, r) in fields {
+        if l != r {
+            return Some(Difference { field, left: l.to_string(), right: r.to_string() });
+        }
+    }
+    if fmach.launch != amach.launch {
+        return Some(Difference {
+            field: "launch",
+            left: fmach.launch.name().to_string(),
+            right: amach.launch.name().to_string(),
+        });
+    }
+    if fm != am {
+        return Some(Difference { field: "mask", left: describe(fm), right: describe(am) });
+    }
+    None
 }
 
 /// A mask in a few words (document lists can be long).

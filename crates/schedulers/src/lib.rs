@@ -26,7 +26,10 @@ pub use builtin::ScheduleKind;
 pub use cost::CostModel;
 pub use error::ScheduleError;
 pub use evaluate::{Evaluation, EvaluationSummary, evaluate};
-pub use file::{FILE_FORMAT, FILE_SCHEMA_VERSION, FileHeader, Provenance, ScheduleFile, ScheduleFileError, UnitRecord};
+pub use file::{
+    Difference, FILE_FORMAT, FILE_SCHEMA_VERSION, FileHeader, Provenance, ScheduleFile, ScheduleFileError, UnitRecord,
+    first_difference,
+};
 pub use machine::{LaunchPolicy, Machine};
 pub use schedule::Schedule;
 pub use search::{

@@ -1,18 +1,19 @@
-//! `dashc gantt`: a Gantt chart of simulated schedules, or of a timeline file (predicted or measured).
+//! `dashc gantt`: a Gantt chart of simulated schedules, or of timeline files (predicted or measured).
 //!
 //! Both paths go through the timeline format: a simulation is first turned into the `TimelineFile` that
-//! `simulate --timeline` would write, so a drawn prediction and a drawn file can never disagree.
+//! `simulate --timeline` would write, so a drawn prediction and a drawn file can never disagree. Several
+//! timeline files of one problem (a prediction and a GPU trace) are stacked on one time axis.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 
 use crate::args::{GanttArgs, ShapeArgs};
 use crate::exit::bad_input;
-use crate::plot::gantt::Gantt;
+use crate::plot::gantt::{Gantt, Part};
 use crate::plot::{self, Format};
 use crate::setup::{Outcome, Setup};
-use crate::timeline::{SegmentJson, TimelineFile, TimelineSchedule};
+use crate::timeline::{SegmentJson, TimelineFile, TimelineSchedule, check_comparable};
 
 /// Above this many tasks per schedule the timeline no longer fits comfortably in memory (every segment is
 /// kept until drawn); the chart would not show more at that scale anyway.
@@ -25,11 +26,16 @@ pub fn run(args: GanttArgs) -> Result<()> {
         plot::check_side("--height", h)?;
     }
     let names = args.compare.as_deref().map(compare_list).transpose()?;
-    let file = match &args.timeline {
-        Some(path) => TimelineFile::load(path)?,
-        None => simulate(&args.shape, names.as_deref())?,
-    };
-    draw(&file, names.as_deref(), &args.out, args.width, args.height)?;
+    if args.timeline.is_empty() {
+        let file = simulate(&args.shape, names.as_deref())?;
+        draw(&file, names.as_deref(), &args.out, args.width, args.height)?;
+    } else {
+        let files = args.timeline.iter().map(|p| TimelineFile::load(p)).collect::<Result<Vec<_>>>()?;
+        let labels = labels(&args.timeline);
+        let named: Vec<(&str, &TimelineFile)> = labels.iter().map(String::as_str).zip(&files).collect();
+        check_comparable(&named)?;
+        draw_files(&named, names.as_deref(), &args.out, args.width, args.height)?;
+    }
     eprintln!("gantt chart written to {}", args.out.display());
     Ok(())
 }
@@ -75,6 +81,17 @@ pub fn simulate(shape: &ShapeArgs, compare: Option<&[String]>) -> Result<Timelin
     Ok(TimelineFile::predicted(&setup, schedules))
 }
 
+/// How the panels and messages name each timeline file: its file name, or its whole path where two files
+/// share a name.
+fn labels(paths: &[PathBuf]) -> Vec<String> {
+    let names: Vec<String> = paths
+        .iter()
+        .map(|p| p.file_name().map_or_else(|| p.display().to_string(), |n| n.to_string_lossy().into_owned()))
+        .collect();
+    let clash = names.iter().enumerate().any(|(i, n)| names[..i].contains(n));
+    if clash { paths.iter().map(|p| p.display().to_string()).collect() } else { names }
+}
+
 /// Draws the schedules of `file` named in `compare` (all of them by default), in that order, to `out`.
 pub fn draw(
     file: &TimelineFile,
@@ -83,21 +100,38 @@ pub fn draw(
     width: u32,
     height: Option<u32>,
 ) -> Result<()> {
-    let chosen: Vec<&TimelineSchedule> = match compare {
-        None => file.schedules.iter().collect(),
-        Some(names) => names
-            .iter()
-            .map(|n| {
-                file.schedules.iter().find(|s| &s.schedule == n).ok_or_else(|| {
-                    let have: Vec<&str> = file.schedules.iter().map(|s| s.schedule.as_str()).collect();
-                    bad_input(format!("--compare: no schedule '{n}' in the timeline (it has {})", have.join(", ")))
+    draw_files(&[("the timeline", file)], compare, out, width, height)
+}
+
+/// Draws, file after file, the schedules of each named file that `compare` names (all of them by default), in
+/// that order, on one time axis, to `out`. The files must be of one problem and time unit
+/// (`check_comparable`).
+pub fn draw_files(
+    files: &[(&str, &TimelineFile)],
+    compare: Option<&[String]>,
+    out: &Path,
+    width: u32,
+    height: Option<u32>,
+) -> Result<()> {
+    let mut parts = Vec::with_capacity(files.len());
+    for &(name, file) in files {
+        let schedules: Vec<&TimelineSchedule> = match compare {
+            None => file.schedules.iter().collect(),
+            Some(names) => names
+                .iter()
+                .map(|n| {
+                    file.schedules.iter().find(|s| &s.schedule == n).ok_or_else(|| {
+                        let have: Vec<&str> = file.schedules.iter().map(|s| s.schedule.as_str()).collect();
+                        bad_input(format!("--compare: no schedule '{n}' in {name} (it has {})", have.join(", ")))
+                    })
                 })
-            })
-            .collect::<Result<_>>()?,
-    };
-    if chosen.is_empty() {
+                .collect::<Result<_>>()?,
+        };
+        parts.push(Part { file, schedules, name: name.to_string() });
+    }
+    if parts.iter().all(|p| p.schedules.is_empty()) {
         return Err(bad_input("no schedule to draw"));
     }
-    let chart = Gantt::new(file, chosen, width, height)?;
+    let chart = Gantt::stacked(parts, width, height)?;
     plot::save(&chart, out)
 }

@@ -1,5 +1,6 @@
 //! The Gantt chart of one or more schedules of one problem: one lane per SM, time on x, one panel per
-//! schedule on a shared time axis, so that the panels compare at a glance.
+//! schedule on a shared time axis, so that the panels compare at a glance. The schedules may come from several
+//! timeline files of that problem (a prediction and a measurement); each panel then names its file and source.
 
 use anyhow::Result;
 use plotters::coord::Shift;
@@ -12,6 +13,14 @@ use super::{Figure, bold, drawing, font, hex, text_width, wrap};
 use crate::exit::bad_input;
 use crate::output::num;
 use crate::timeline::{TimelineFile, TimelineSchedule, time_unit_label};
+
+/// The schedules of one timeline file to draw, in order, and the name its panels go by when several files
+/// share the chart (the file's name, so that a prediction and a measurement are told apart at a glance).
+pub struct Part<'a> {
+    pub file: &'a TimelineFile,
+    pub schedules: Vec<&'a TimelineSchedule>,
+    pub name: String,
+}
 
 const MARGIN: i32 = 14;
 const TITLE_LINE_H: i32 = 26;
@@ -70,6 +79,9 @@ impl LegendItem {
 
 struct Panel<'a> {
     schedule: &'a TimelineSchedule,
+    /// What the caption adds after the schedule's name when several files share the chart, e.g.
+    /// "measured, meas.json"; `None` for a chart of one file, whose subtitle says where it came from.
+    origin: Option<String>,
     /// Spans of each lane (SM).
     lanes: Vec<Vec<Span>>,
     /// Compute segments (SM, start, end, Q tile, bh), for labels when bars are wide enough to hold one.
@@ -97,15 +109,36 @@ impl<'a> Gantt<'a> {
     /// Lays out `schedules` (taken from `file`) in a chart `width` pixels wide; the height follows from the
     /// number of SMs and panels unless given.
     pub fn new(
-        file: &TimelineFile,
+        file: &'a TimelineFile,
         schedules: Vec<&'a TimelineSchedule>,
         width: u32,
         height: Option<u32>,
     ) -> Result<Self> {
-        let lanes = file.machine.sms;
-        let panels: Vec<Panel> = schedules
-            .into_iter()
-            .map(|s| {
+        Gantt::stacked(vec![Part { file, schedules, name: String::new() }], width, height)
+    }
+
+    /// Lays out the schedules of every part, part after part, as panels on one time axis. The parts must be
+    /// timelines of one problem in one time unit (the caller names the files when they are not; see
+    /// `timeline::check_comparable`); the header describes the first part's problem.
+    pub fn stacked(parts: Vec<Part<'a>>, width: u32, height: Option<u32>) -> Result<Self> {
+        let Some(first) = parts.first().map(|p| p.file) else {
+            return Err(bad_input("no schedule to draw"));
+        };
+        if let Some(p) = parts.iter().find(|p| p.file.time_unit != first.time_unit) {
+            return Err(bad_input(format!(
+                "{} is in {} but {} in {}: one chart has one time axis",
+                p.name,
+                time_unit_label(&p.file.time_unit),
+                parts[0].name,
+                time_unit_label(&first.time_unit)
+            )));
+        }
+        let several = parts.len() > 1;
+        let lanes = parts.iter().map(|p| p.file.machine.sms).max().unwrap_or(1);
+        let panels: Vec<Panel> = parts
+            .iter()
+            .flat_map(|p| p.schedules.iter().map(move |s| (p, *s)))
+            .map(|(part, s)| {
                 let mut by_lane = vec![Vec::new(); lanes as usize];
                 let mut computes = Vec::new();
                 for seg in &s.segments {
@@ -117,7 +150,8 @@ impl<'a> Gantt<'a> {
                         computes.push((seg.sm, seg.start, seg.end, q, seg.bh));
                     }
                 }
-                Panel { schedule: s, lanes: by_lane, computes }
+                let origin = several.then(|| format!("{}, {}", part.file.source, part.name));
+                Panel { schedule: s, origin, lanes: by_lane, computes }
             })
             .collect();
         let t0 = panels.iter().flat_map(|p| p.schedule.segments.iter().map(|s| s.start)).fold(0.0, f64::min);
@@ -146,7 +180,7 @@ impl<'a> Gantt<'a> {
             });
         }
         let legend = legend_rows(items, width as i32 - 2 * MARGIN);
-        let (title, subtitle) = describe(file, &panels);
+        let (title, subtitle) = describe(&parts, &panels);
         let text_w = (width as i32 - 2 * MARGIN).max(1) as u32;
         let title = wrap(&title, TITLE_FONT, true, text_w);
         let subtitle = wrap(&subtitle, SUBTITLE_FONT, false, text_w);
@@ -169,7 +203,7 @@ impl<'a> Gantt<'a> {
         Ok(Gantt {
             title,
             subtitle,
-            time_label: format!("time ({})", time_unit_label(&file.time_unit)),
+            time_label: format!("time ({})", time_unit_label(&first.time_unit)),
             lanes,
             panels,
             t0,
@@ -199,9 +233,10 @@ fn header_h(title_lines: usize, subtitle_lines: usize, legend_rows: usize) -> i3
         + 6
 }
 
-/// The title (shape, mask, machine, and the schedule when there is one) and the subtitle (tiles, launch,
-/// costs or the trace's origin).
-fn describe(file: &TimelineFile, panels: &[Panel]) -> (String, String) {
+/// The title (shape, mask, machine, and the schedule when there is one) and the subtitle (where the timelines
+/// come from, tiles, launch, and the costs of predictions).
+fn describe(parts: &[Part], panels: &[Panel]) -> (String, String) {
+    let file = parts[0].file;
     let p = &file.problem;
     let kv = if p.kv_heads != p.heads { format!(" ({} kv heads)", p.kv_heads) } else { String::new() };
     let seq = if p.seqlen_q == p.seqlen_k {
@@ -222,22 +257,31 @@ fn describe(file: &TimelineFile, panels: &[Panel]) -> (String, String) {
         file.machine.sms
     );
     let (m, n) = (p.seqlen_q.div_ceil(p.block_m), p.seqlen_k.div_ceil(p.block_n));
+    let origin = match parts {
+        [one] => format!("{} timeline", one.file.source),
+        _ => {
+            let files: Vec<String> = parts.iter().map(|p| format!("{} ({})", p.name, p.file.source)).collect();
+            format!("timelines {}", files.join(", "))
+        }
+    };
     let mut sub = format!(
-        "{} timeline; tiles {}×{} ({m} q × {n} kv per head), {} launch",
-        file.source,
+        "{origin}; tiles {}×{} ({m} q × {n} kv per head), {} launch",
         p.block_m,
         p.block_n,
         file.machine.launch.name()
     );
-    if let Some(c) = &file.costs {
-        sub.push_str(&format!(
-            "; costs: compute {}, reduce {}, hand-off {}",
-            num(c.compute),
-            num(c.reduce),
-            num(c.handoff)
-        ));
-        if c.unit_start > 0.0 || c.unit_finish > 0.0 {
-            sub.push_str(&format!(", unit start {} / finish {}", num(c.unit_start), num(c.unit_finish)));
+    for part in parts {
+        if let Some(c) = &part.file.costs {
+            let whose = if parts.len() > 1 { format!(" of {}", part.name) } else { String::new() };
+            sub.push_str(&format!(
+                "; costs{whose}: compute {}, reduce {}, hand-off {}",
+                num(c.compute),
+                num(c.reduce),
+                num(c.handoff)
+            ));
+            if c.unit_start > 0.0 || c.unit_finish > 0.0 {
+                sub.push_str(&format!(", unit start {} / finish {}", num(c.unit_start), num(c.unit_finish)));
+            }
         }
     }
     (title, sub)
@@ -439,7 +483,10 @@ impl Gantt<'_> {
 
         // Caption: schedule, makespan, bound and the gap between them.
         let s = panel.schedule;
-        let mut caption = format!("{}: makespan {}", s.schedule, num(s.makespan));
+        let mut caption = match &panel.origin {
+            Some(origin) => format!("{} ({origin}): makespan {}", s.schedule, num(s.makespan)),
+            None => format!("{}: makespan {}", s.schedule, num(s.makespan)),
+        };
         if let Some(b) = s.best_bound {
             let gap = if b > 0.0 { (s.makespan / b - 1.0) * 100.0 } else { 0.0 };
             caption.push_str(&format!(", best lower bound {} ({:+.1}% above it)", num(b), gap));

@@ -2,11 +2,7 @@
 
 use std::path::PathBuf;
 
-use crate::common::{dashc, fails_with, stdout};
-
-fn fixture() -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/it/fixtures/costs-h200.json").display().to_string()
-}
+use crate::common::{costs_fixture as fixture, dashc, fails_with, stdout};
 
 fn temp_dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("dashc-it-{name}-{}", std::process::id()));

@@ -1,11 +1,12 @@
 //! `gantt`: charts render with the embedded font only (no fontconfig, no system fonts, as on CI), PNGs decode
-//! to the asked size, SVGs parse and carry their text, waits stay visible, and timeline files are checked.
+//! to the asked size, SVGs parse and carry their text, waits stay visible, timeline files are checked, and a
+//! prediction and a measurement of one problem share one time axis.
 
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::common::{dashc, fails_with, stderr};
+use crate::common::{costs_fixture, dashc, fails_with, stderr};
 
 /// A scratch folder unique to this test process and `name`.
 fn scratch(name: &str) -> PathBuf {
@@ -257,13 +258,208 @@ fn bad_gantt_input_is_one_line_and_exit_2() {
     fails_with(
         &["gantt", "--timeline", t.to_str().unwrap(), "--compare", "shift", "-o", "x.png"],
         2,
-        "--compare: no schedule 'shift' in the timeline (it has naive)",
+        "--compare: no schedule 'shift' in t.json (it has naive)",
     );
     fails_with(
         &["gantt", "--timeline", t.to_str().unwrap(), "--seqlen", "4096", "-o", "x.png"],
         2,
         "cannot be used with",
     );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A small problem on 8 SMs, predicted in µs with the fixture's costs (head dim 64, 128x128 tiles).
+const PAIR_SHAPE: [&str; 12] = [
+    "--heads",
+    "2",
+    "--seqlen",
+    "512",
+    "--head-dim",
+    "64",
+    "--mask",
+    "causal",
+    "--sms",
+    "8",
+    "--schedule",
+    "naive,descending",
+];
+
+/// Writes the timeline that `simulate` predicts for `shape` (plus `extra` flags) to `path`.
+fn simulate_timeline(path: &Path, shape: &[&str], extra: &[&str]) {
+    let mut args = vec!["simulate", "--timeline", path.to_str().unwrap()];
+    args.extend(shape);
+    args.extend(extra);
+    run_ok(&args);
+}
+
+/// What `dashc run --trace` would write for the prediction at `predicted`: a measured timeline in µs, without
+/// costs or bounds, whose every time is `stretch` times the prediction's (so the two panels end far apart).
+fn fake_measurement(predicted: &Path, stretch: f64) -> Value {
+    let mut doc: Value = serde_json::from_str(&std::fs::read_to_string(predicted).unwrap()).unwrap();
+    doc["source"] = "measured".into();
+    doc.as_object_mut().unwrap().remove("costs");
+    for s in doc["schedules"].as_array_mut().unwrap() {
+        s["best_bound"] = Value::Null;
+        s["makespan"] = (s["makespan"].as_f64().unwrap() * stretch).into();
+        for g in s["segments"].as_array_mut().unwrap() {
+            for t in ["start", "end"] {
+                g[t] = (g[t].as_f64().unwrap() * stretch).into();
+            }
+        }
+    }
+    doc
+}
+
+/// The x positions of the makespan lines of an SVG chart: black rectangles 2 pixels wide and taller than the
+/// legend's sample, one per panel, top to bottom.
+fn makespan_lines(svg: &str) -> Vec<f64> {
+    let doc = roxmltree::Document::parse(svg).unwrap();
+    let num = |n: &roxmltree::Node, a: &str| n.attribute(a).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    let mut lines: Vec<(f64, f64)> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("rect") && n.attribute("fill") == Some("#000000"))
+        .filter(|n| num(n, "width") == 2.0 && num(n, "height") > 20.0)
+        .map(|n| (num(&n, "y"), num(&n, "x")))
+        .collect();
+    lines.sort_by(|a, b| a.0.total_cmp(&b.0));
+    lines.into_iter().map(|(_, x)| x).collect()
+}
+
+#[test]
+fn a_prediction_and_a_measurement_share_one_time_axis() {
+    let dir = scratch("pair");
+    let costs = costs_fixture();
+    let pred = dir.join("pred.json");
+    simulate_timeline(&pred, &PAIR_SHAPE, &["--costs", &costs]);
+    let meas = dir.join("meas.json");
+    std::fs::write(&meas, fake_measurement(&pred, 2.0).to_string()).unwrap();
+
+    let (png, svg) = (dir.join("pair.png"), dir.join("pair.svg"));
+    for out in [&png, &svg] {
+        run_ok(&[
+            "gantt",
+            "--timeline",
+            pred.to_str().unwrap(),
+            "--timeline",
+            meas.to_str().unwrap(),
+            "--compare",
+            "descending",
+            "-o",
+            out.to_str().unwrap(),
+            "--width",
+            "1000",
+            "--height",
+            "900",
+        ]);
+    }
+    assert_eq!(decode_png(&png).0, 1000);
+    let text = svg_text(&svg, 1000, 900);
+    let (p, m) = ("descending (predicted, pred.json): makespan", "descending (measured, meas.json): makespan");
+    for needle in [p, m, "timelines pred.json (predicted), meas.json (measured)", "costs of pred.json", "time (µs)"] {
+        assert!(text.contains(needle), "svg text lacks {needle:?}:\n{text}");
+    }
+    assert!(!text.contains("naive"), "--compare picks descending only:\n{text}");
+    assert!(text.find(p) < text.find(m), "panels are stacked in the order of the files:\n{text}");
+    // One axis: the measurement takes twice as long, so its makespan line lies about twice as far from the
+    // axis start as the prediction's. With an axis per panel, both lines would sit at the right edge.
+    let lines = makespan_lines(&std::fs::read_to_string(&svg).unwrap());
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert!(lines[1] - lines[0] > 300.0, "makespan lines at {lines:?}");
+
+    // Without --compare every schedule of every file is drawn: 2 files x 2 schedules.
+    run_ok(&[
+        "gantt",
+        "--timeline",
+        pred.to_str().unwrap(),
+        "--timeline",
+        meas.to_str().unwrap(),
+        "-o",
+        svg.to_str().unwrap(),
+    ]);
+    let all = std::fs::read_to_string(&svg).unwrap();
+    assert_eq!(makespan_lines(&all).len(), 4);
+    assert!(all.contains("naive (measured, meas.json): makespan"));
+
+    // One file still draws alone, its source in the subtitle and plain captions.
+    run_ok(&[
+        "gantt",
+        "--timeline",
+        meas.to_str().unwrap(),
+        "-o",
+        svg.to_str().unwrap(),
+        "--width",
+        "800",
+        "--height",
+        "700",
+    ]);
+    let text = svg_text(&svg, 800, 700);
+    assert!(text.contains("measured timeline") && text.contains("descending: makespan"), "{text}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn timelines_of_other_problems_or_units_are_refused() {
+    let dir = scratch("pair-bad");
+    let costs = costs_fixture();
+    let pred = dir.join("pred.json");
+    simulate_timeline(&pred, &PAIR_SHAPE, &["--costs", &costs]);
+    let meas = dir.join("meas.json");
+    let measured = fake_measurement(&pred, 1.1);
+    std::fs::write(&meas, measured.to_string()).unwrap();
+    let pair = |a: &Path, b: &Path, extra: &[&str], needle: &str| {
+        let mut args = vec!["gantt", "--timeline", a.to_str().unwrap(), "--timeline", b.to_str().unwrap()];
+        args.extend(extra);
+        args.extend(["-o", "x.png"]);
+        fails_with(&args, 2, needle);
+    };
+
+    // Another shape, as simulate writes it.
+    let longer = dir.join("longer.json");
+    let mut shape = PAIR_SHAPE;
+    shape[3] = "1024";
+    simulate_timeline(&longer, &shape, &["--costs", &costs]);
+    pair(
+        &longer,
+        &meas,
+        &[],
+        "timelines longer.json and meas.json are not of one problem: seqlen_q is 1024 in longer.json but 512 in meas.json",
+    );
+    // Other tiles, SM count and mask, as a trace of another run would record them.
+    for (field, value, needle) in [
+        ("block_n", Value::from(64), "block_n is 128 in pred.json but 64 in other.json"),
+        ("sms", Value::from(132), "sms is 8 in pred.json but 132 in other.json"),
+        ("mask", serde_json::json!({"kind": "full"}), "mask is causal in pred.json but full in other.json"),
+    ] {
+        let mut v = measured.clone();
+        match field {
+            "sms" => v["machine"]["sms"] = value,
+            "mask" => v["mask"] = value,
+            _ => v["problem"][field] = value,
+        }
+        let other = dir.join("other.json");
+        std::fs::write(&other, v.to_string()).unwrap();
+        pair(&pred, &other, &[], needle);
+    }
+
+    // A prediction in model units beside a measurement in µs: the hint says how to predict in µs.
+    let model = dir.join("model.json");
+    simulate_timeline(&model, &PAIR_SHAPE, &[]);
+    pair(
+        &model,
+        &meas,
+        &[],
+        "time_unit is tile-compute in model.json but us in meas.json; predict with `dashc simulate ... --costs FILE",
+    );
+    pair(&meas, &model, &[], "time_unit is us in meas.json but tile-compute in model.json");
+
+    // --compare picks from every file; a name one file lacks is refused, naming that file.
+    let mut v = measured.clone();
+    v["schedules"].as_array_mut().unwrap().retain(|s| s["schedule"] == "descending");
+    let one = dir.join("one.json");
+    std::fs::write(&one, v.to_string()).unwrap();
+    pair(&pred, &one, &["--compare", "naive"], "--compare: no schedule 'naive' in one.json (it has descending)");
+    // Shape flags still do not go with timeline files.
+    pair(&pred, &meas, &["--seqlen", "1024"], "cannot be used with");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -1,4 +1,11 @@
+use std::path::PathBuf;
 use std::process::{Command, Output};
+
+/// The calibrated costs of the test fixture (an H200 file: head dim 64 with 128x128 tiles, head dim 128 with
+/// 64x128), for predictions in µs.
+pub fn costs_fixture() -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/it/fixtures/costs-h200.json").display().to_string()
+}
 
 /// Runs the built `dashc` with `args`.
 pub fn dashc(args: &[&str]) -> Output {
