@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Compile check of every generated kernel variant, no GPU needed.
 #
-# Renders the sources of head dim {64, 128} x mask {full, causal} x {det, nondet} (tile sizes as the
+# Renders the sources of head dim {64, 128} x mask {full, causal} x {det, nondet, trace} (tile sizes as the
 # analyzer picks them by default: 128x128 for head dim 64, 64x128 for head dim 128; EXTRA_VARIANTS adds
 # more, as "HD BM BN MASK DET" lines), compiles each for sm_80 and sm_90a with `-Xptxas -v`, and reads the
 # ptxas report of the backward main-loop kernel. Fails (exit 1) when that kernel spills in a variant that
@@ -34,6 +34,10 @@ variants="64 128 128 full det
 128 64 128 full nondet
 128 64 128 causal det
 128 64 128 causal nondet
+64 128 128 full trace
+64 128 128 causal trace
+128 64 128 full trace
+128 64 128 causal trace
 ${EXTRA_VARIANTS:-}"
 
 mkdir -p "$out"

@@ -1,7 +1,8 @@
 //! Renders the sources of one kernel configuration into a directory, for compile checks
 //! (`kernels/compile-check.sh`) before a schedule is involved. The library does no I/O; this example does.
 //!
-//! Usage: render OUT_DIR HEAD_DIM BLOCK_M BLOCK_N full|causal det|nondet
+//! Usage: render OUT_DIR HEAD_DIM BLOCK_M BLOCK_N full|causal det|nondet|trace
+//! (`trace`: the deterministic variant with per-task timestamps, as `dashc calibrate` builds it)
 
 use std::process::ExitCode;
 
@@ -10,7 +11,7 @@ use codegen::{Arch, KernelConfig, KernelMask, Provenance, Templates, render_sour
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.len() != 6 {
-        eprintln!("usage: render OUT_DIR HEAD_DIM BLOCK_M BLOCK_N full|causal det|nondet");
+        eprintln!("usage: render OUT_DIR HEAD_DIM BLOCK_M BLOCK_N full|causal det|nondet|trace");
         return ExitCode::from(2);
     }
     let number = |s: &str| s.parse::<u32>().ok();
@@ -26,15 +27,17 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let config = KernelConfig {
-        head_dim,
-        block_m,
-        block_n,
-        mask,
-        deterministic: args[5] == "det",
-        trace: false,
-        archs: vec![Arch::Sm80, Arch::Sm90a],
+    let (deterministic, trace) = match args[5].as_str() {
+        "det" => (true, false),
+        "nondet" => (false, false),
+        "trace" => (true, true),
+        other => {
+            eprintln!("unknown variant {other} (det, nondet or trace)");
+            return ExitCode::from(2);
+        }
     };
+    let config =
+        KernelConfig { head_dim, block_m, block_n, mask, deterministic, trace, archs: vec![Arch::Sm80, Arch::Sm90a] };
     let files = match render_sources(&config, &Templates::embedded(), &Provenance::default()) {
         Ok(files) => files,
         Err(e) => {
