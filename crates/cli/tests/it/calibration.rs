@@ -80,6 +80,11 @@ fn validate_rewrites_its_report_from_raw_measurements_and_refuses_another_gpu() 
     let text = std::fs::read_to_string(&doc).unwrap();
     assert!(text.contains("| full hd128 s4096 (4x16) | shift | held out | 5500.0 |"), "{text}");
     assert!(dir.join("validation-scatter.png").is_file());
+    // The ablation: a header and four models; with no calibration row the idealized one cannot be scaled and says so.
+    let ablation = text.split("## Where the idealized model is wrong").nth(1).expect("ablation section");
+    assert!(ablation.contains("| idealized: compute 1, reduce 0.25, free hand-offs (one scale factor fitted) | - |"));
+    assert!(ablation.contains("| + poll after a missed early read, K/V epilogues (the calibrated model) | "));
+    assert_eq!(ablation.split("## ").next().unwrap().matches("\n| ").count(), 5, "{ablation}");
     let other = raw.to_string().replace("NVIDIA H200", "NVIDIA H100 80GB HBM3");
     std::fs::write(&raw_path, other).unwrap();
     fails_with(&args, 2, "the measurements are from 'NVIDIA H100 80GB HBM3'");

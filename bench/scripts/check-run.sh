@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Issue 4 correctness pass on the device machine: every paper configuration up to seqlen 4096 x every applicable
+# built-in schedule, deterministic and atomic, against the FP32 reference (plus poison and 5-run bitwise checks).
+# Usage: DASHC_COMMIT=... bash bench/scripts/check-run.sh   (dashc built here and carried as target/dashc-dev)
+set -uo pipefail
+export PATH=/usr/local/cuda/bin:$PATH
+D=target/dashc-dev
+R=$OUT/check
+mkdir -p $R
+nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv,noheader | tee $R/device.txt
+for hd in 64 128; do for mask in full causal; do for s in 512 1024 2048 4096; do
+  $D run --seqlen $s --batch $((16384 / s)) --heads $((2048 / hd)) --head-dim $hd --mask $mask --check --reps 2 \
+    --nondeterministic --work-dir /tmp/dashc-run --json > $R/check-hd$hd-$mask-$s.json 2>>$R/check.log \
+    || echo "FAILED check hd$hd $mask $s" | tee -a $R/check.log
+  echo "done hd$hd $mask $s at ${SECONDS}s"
+done; done; done
+tar czf $OUT/check.tgz -C $OUT check && rm -rf $R
