@@ -21,12 +21,12 @@ use crate::exit::bad_input;
 use crate::gpu::{find_nvcc, kernel_config, prebuild, probe_device};
 use crate::measure::measure_setup;
 use crate::output::{SCHEMA_VERSION, table};
-use crate::plot::gantt::Gantt;
+use crate::plot::gantt::{Gantt, Part};
 use crate::plot::scatter::{Point, Scatter};
 use crate::plot::{self, Format};
 use crate::setup::{Outcome, Setup};
 use crate::sweep::{Plan, mask_name};
-use crate::timeline::{TimelineFile, TimelineSchedule};
+use crate::timeline::TimelineFile;
 use crate::trace::{measured_file, measured_schedule};
 use crate::traced::run_traced;
 
@@ -518,8 +518,16 @@ fn report(
         )?;
         let predicted = crate::commands::gantt::simulate(&shape, None)?;
         let name = format!("validation-gantt-{}.png", g.mask);
-        let file = pair(&measured, &predicted)?;
-        let chart = Gantt::new(&file, file.schedules.iter().collect(), 1600, None)?;
+        if measured.problem != predicted.problem {
+            return Err(bad_input("the measured timeline is of another problem than the prediction"));
+        }
+        // Measured on top, predicted below, on one time axis (the unit is checked by `Gantt::stacked`).
+        let parts = [(&measured, "trace"), (&predicted, "calibrated costs")].map(|(file, name)| Part {
+            file,
+            schedules: file.schedules.iter().take(1).collect(),
+            name: name.into(),
+        });
+        let chart = Gantt::stacked(parts.into(), 1600, None)?;
         write_atomic_bytes(&doc_dir.join(&name), &plot::render(&chart, Format::Png)?)?;
         let plain = rows
             .iter()
@@ -619,9 +627,11 @@ fn write_model_ablation(doc: &mut String, rows: &[Row]) {
         ("+ poll after a missed early read, K/V epilogues (the calibrated model)", &|r| r.predicted_us),
     ];
     let pct = |x: f64| if x.is_nan() { "-".to_string() } else { format!("{:.1}%", 100.0 * x) };
+    let held: Vec<&Row> = rows.iter().filter(|r| !r.calibration).collect();
+    let mut keys: Vec<&(String, u32, u32)> = rows.iter().map(|r| &r.key).collect();
+    keys.dedup();
     let mut table_rows = Vec::new();
     for (name, model) in models {
-        let held: Vec<&Row> = rows.iter().filter(|r| !r.calibration).collect();
         let signed: Vec<f64> = held.iter().map(|r| (model(r) - r.measured_us) / r.measured_us).collect();
         if signed.is_empty() || signed.iter().any(|e| !e.is_finite()) {
             // No held-out rows, or no calibration rows to scale the idealized model by.
@@ -629,8 +639,6 @@ fn write_model_ablation(doc: &mut String, rows: &[Row]) {
             continue;
         }
         let errors: Vec<f64> = signed.iter().map(|e| e.abs()).collect();
-        let mut keys: Vec<&(String, u32, u32)> = rows.iter().map(|r| &r.key).collect();
-        keys.dedup();
         let within = keys
             .iter()
             .filter(|&&key| {
@@ -660,21 +668,6 @@ The same held-out measurements against simpler models; each line adds \
 {}",
         md_table(&["model", "signed median", "median abs. error", "p90", "max", "choice within 2%"], &table_rows)
     );
-}
-
-/// A measured and a predicted timeline of the same problem and schedule, as one file of two panels.
-fn pair(measured: &TimelineFile, predicted: &TimelineFile) -> Result<TimelineFile> {
-    if measured.problem != predicted.problem || measured.time_unit != predicted.time_unit {
-        return Err(bad_input("the measured timeline is of another problem or time unit than the prediction"));
-    }
-    let rename = |s: &TimelineSchedule, what: &str| TimelineSchedule {
-        schedule: format!("{} ({what})", s.schedule),
-        ..s.clone()
-    };
-    let mut file = measured.clone();
-    file.machine.sms = measured.machine.sms.max(predicted.machine.sms);
-    file.schedules = vec![rename(&measured.schedules[0], "measured"), rename(&predicted.schedules[0], "predicted")];
-    Ok(file)
 }
 
 fn md_table(headers: &[&str], rows: &[Vec<String>]) -> String {

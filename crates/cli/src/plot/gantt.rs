@@ -106,17 +106,6 @@ pub struct Gantt<'a> {
 }
 
 impl<'a> Gantt<'a> {
-    /// Lays out `schedules` (taken from `file`) in a chart `width` pixels wide; the height follows from the
-    /// number of SMs and panels unless given.
-    pub fn new(
-        file: &'a TimelineFile,
-        schedules: Vec<&'a TimelineSchedule>,
-        width: u32,
-        height: Option<u32>,
-    ) -> Result<Self> {
-        Gantt::stacked(vec![Part { file, schedules, name: String::new() }], width, height)
-    }
-
     /// Lays out the schedules of every part, part after part, as panels on one time axis. The parts must be
     /// timelines of one problem in one time unit (the caller names the files when they are not; see
     /// `timeline::check_comparable`); the header describes the first part's problem.
