@@ -225,9 +225,13 @@ __device__ __forceinline__ void load_row_stats_async(float* dst, const float* sr
 // chunk bits of the offset.
 // ---------------------------------------------------------------------------
 
-template <int MT, int NT, int K, bool A_TRANS, int A_COLS, bool B_TRANS, int B_COLS>
+struct NoHook {
+  __device__ __forceinline__ void operator()(int) const {}
+};
+
+template <int MT, int NT, int K, bool A_TRANS, int A_COLS, bool B_TRANS, int B_COLS, class Hook = NoHook>
 __device__ __forceinline__ void warp_gemm(float (&acc)[MT][NT][4], const __nv_bfloat16* sA, int a_m0,
-                                          const __nv_bfloat16* sB, int b_n0) {
+                                          const __nv_bfloat16* sB, int b_n0, Hook hook = Hook{}) {
   static_assert(NT % 2 == 0, "B fragments come in pairs of n8 tiles");
   static_assert((MT & (MT - 1)) == 0 && (NT & (NT - 1)) == 0, "XOR stepping needs power-of-two tiles");
   const int lane = fresh_thread_index() & 31;
@@ -268,6 +272,7 @@ __device__ __forceinline__ void warp_gemm(float (&acc)[MT][NT][4], const __nv_bf
         mma_bf16_16816(acc[mt][nt], a[mt], b[nt / 2][(nt & 1) * 2], b[nt / 2][(nt & 1) * 2 + 1]);
       }
     }
+    hook(kk);
   }
 }
 
@@ -595,13 +600,12 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) bwd_main_kernel(const BwdPar
     // barrier and the dQ product, and each warp waits for its rank on its own
     // after the product (no CTA barrier): in the common case the rank has arrived
     // and the read's round trip is hidden. Rank 0 never waits (semaphores start at 0).
-    // The dV_j += P^T dO_i and dK_j += dS^T Q_i products are issued with the dQ
-    // product, before the wait: 40 independent accumulator tiles per warp instead of
-    // 8 hide the mma and ldmatrix latencies that 2 warps per scheduler cannot, and
-    // the wait comes a dV/dK phase later, when the rank has more often arrived. The
-    // adds then reach the release at the next visit's top barrier shortly after
-    // being issued; that fence wait measured cheaper than the waits it saves
-    // (bench/NOTES.md runs 8 and 9).
+    // The dV_j += P^T dO_i product is issued with the dQ product, before the wait:
+    // independent accumulator tiles hide the mma and ldmatrix latencies that 2 warps
+    // per scheduler cannot, and the wait comes a dV phase later, when the rank has
+    // more often arrived (bench/NOTES.md runs 8 and 9). The adds are then issued in
+    // slices between the k steps of dK_j += dS^T Q_i, so they have landed by the
+    // time the release at the next visit's top barrier waits for them (run 16).
     int early_seen = 0;
     if constexpr (Cfg::DETERMINISTIC) {
       if (lane == 0 && cur.rank != 0) early_seen = ld_acquire_gpu(p.dq_semaphore + (size_t)bh * p.m_tiles + cur.q);
@@ -612,7 +616,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) bwd_main_kernel(const BwdPar
       zero_acc(acc_dq);
       warp_gemm<kDqMT, kDqNT, BN, false, BN, true, D>(acc_dq, sDs, dq_m0, sK, dq_d0);
       warp_gemm<kDkvMT, kDkvNT, BM, true, BN, true, D>(acc_dv, sP, dkv_n0, sDo, dkv_d0);
-      warp_gemm<kDkvMT, kDkvNT, BM, true, BN, true, D>(acc_dk, sDs, dkv_n0, sQ, dkv_d0);
 
       bool add = true;
       if constexpr (Cfg::DETERMINISTIC) {
@@ -625,16 +628,24 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) bwd_main_kernel(const BwdPar
       // One 64-bit base per lane; every fragment is at a constant offset from it
       // (an immediate in the reduction instruction, not an address register each).
       float* dq_lane = p.dq_accum + (stats_row(cur.q * BM) + dq_m0 + (lane >> 2)) * D + dq_d0 + (lane & 3) * 2;
-      if (add) {
+      // The adds are spread over the dK product's k steps, so that the reductions
+      // leave the SM between tensor-core work instead of in one burst (a burst
+      // after the product measured 4.6% slower; bursts over half the steps 6%
+      // slower: bench/NOTES.md run 16).
+      constexpr int kAdds = kDqMT * 2 * kDqNT;
+      constexpr int kSteps = BM / 16;
+      constexpr int kPerStep = (kAdds + kSteps - 1) / kSteps;
+      auto add_some = [&](int kk) {
+        if (!add) return;
 #pragma unroll
-        for (int mt = 0; mt < kDqMT; ++mt)
-#pragma unroll
-          for (int hf = 0; hf < 2; ++hf)
-#pragma unroll
-            for (int nt = 0; nt < kDqNT; ++nt)
-              red_add_f32x2(dq_lane + (mt * 16 + hf * 8) * D + nt * 8, acc_dq[mt][nt][hf * 2],
-                            acc_dq[mt][nt][hf * 2 + 1]);
-      }
+        for (int i = 0; i < kAdds; ++i) {
+          if (i / kPerStep != kk) continue;
+          const int mt = i / (2 * kDqNT), hf = (i / kDqNT) % 2, nt = i % kDqNT;
+          red_add_f32x2(dq_lane + (mt * 16 + hf * 8) * D + nt * 8, acc_dq[mt][nt][hf * 2],
+                        acc_dq[mt][nt][hf * 2 + 1]);
+        }
+      };
+      warp_gemm<kDkvMT, kDkvNT, BM, true, BN, true, D>(acc_dk, sDs, dkv_n0, sQ, dkv_d0, add_some);
       // Published by thread 0 at the top of the next visit (or after the loop).
       if (Cfg::DETERMINISTIC && fresh_thread_index() == 0) s_release_q = cur.q;
     }

@@ -3,6 +3,8 @@
 // Backward preprocessing: D = rowsum(dO o O) per query row, and the zeroing of
 // the FP32 dQ accumulator and of the dQ semaphores, which the main kernel's
 // reduction assumes. One CTA covers 32 rows of one (batch, head).
+// (Zeroing nothing and letting rank 0 store instead of add saved the zeroing but
+// slowed the main kernel by more at head dim 128: bench/NOTES.md run 16.)
 #pragma once
 
 #include <cuda_bf16.h>
@@ -20,24 +22,34 @@ __global__ void __launch_bounds__(kPreprocessThreads) bwd_preprocess_kernel(cons
   const int b = bh / p.heads;
   const int h = bh % p.heads;
   const int row0 = blockIdx.x * kPreprocessRows;
-  const int lane = threadIdx.x & 31;
-  const int warp = threadIdx.x >> 5;
-  constexpr int kWarps = kPreprocessThreads / 32;
 
-  // D for this CTA's rows: one warp per row, lanes striding the head dim so that
-  // a warp's loads are contiguous. Padded rows (>= seqlen_q) get D = 0.
-  for (int i = warp; i < kPreprocessRows; i += kWarps) {
-    const int row = row0 + i;
+  // D for this CTA's rows: each row is read as 16-byte chunks of 8 values by a
+  // group of HEAD_DIM / 8 consecutive lanes (whole 32-byte sectors per lane pair),
+  // summed in the group with shuffles. Padded rows (>= seqlen_q) get D = 0.
+  constexpr int kLanesPerRow = HEAD_DIM / 8;
+  constexpr int kRowsPerPass = kPreprocessThreads / kLanesPerRow;
+  static_assert(kLanesPerRow <= 32 && 32 % kLanesPerRow == 0, "a row's lanes sit in one warp");
+  static_assert(kPreprocessRows % kRowsPerPass == 0, "every pass covers whole rows");
+  const int chunk = threadIdx.x % kLanesPerRow;
+#pragma unroll
+  for (int pass = 0; pass < kPreprocessRows / kRowsPerPass; ++pass) {
+    const int row = row0 + pass * kRowsPerPass + threadIdx.x / kLanesPerRow;
     float sum = 0.f;
     if (row < p.seqlen_q) {
-      const size_t off = (((size_t)b * p.seqlen_q + row) * p.heads + h) * HEAD_DIM;
-      for (int d = lane; d < HEAD_DIM; d += 32) {
-        sum += __bfloat162float(p.dout[off + d]) * __bfloat162float(p.o[off + d]);
+      const size_t off = (((size_t)b * p.seqlen_q + row) * p.heads + h) * HEAD_DIM + chunk * 8;
+      const uint4 dov = *reinterpret_cast<const uint4*>(p.dout + off);
+      const uint4 ov = *reinterpret_cast<const uint4*>(p.o + off);
+      const __nv_bfloat162* d2 = reinterpret_cast<const __nv_bfloat162*>(&dov);
+      const __nv_bfloat162* o2 = reinterpret_cast<const __nv_bfloat162*>(&ov);
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const float2 df = __bfloat1622float2(d2[i]), of = __bfloat1622float2(o2[i]);
+        sum = fmaf(df.x, of.x, fmaf(df.y, of.y, sum));
       }
     }
 #pragma unroll
-    for (int s = 16; s > 0; s >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, s);
-    if (lane == 0) p.dsum[(size_t)bh * p.seqlen_q_pad + row] = sum;
+    for (int s = kLanesPerRow / 2; s > 0; s >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, s);
+    if (chunk == 0) p.dsum[(size_t)bh * p.seqlen_q_pad + row] = sum;
   }
 
   // The accumulator rows of this CTA (padded rows included: the main kernel adds
