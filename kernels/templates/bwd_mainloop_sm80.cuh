@@ -357,7 +357,7 @@ __device__ __forceinline__ void release_rank(int* sem) {
 // Layout of p.trace (u64): 4 per unit first -- [unit start, unit end, %smid, 0] at
 // 4 * blockIdx.x -- then 4 per visit at 4 * (num_units + visit index): compute
 // start (top of the visit), arrival at the rank wait, reduce start (rank seen),
-// reduce end (after the dV/dK products). File format: docs/trace-format.md.
+// reduce end (after the dK product and the dQ adds issued with it). File format: docs/trace-format.md.
 template <class Cfg>
 __device__ __forceinline__ void trace_stamp(const BwdParams& p, int visit_index, int slot) {
   if constexpr (Cfg::TRACE) {
