@@ -627,7 +627,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) bwd_main_kernel(const BwdPar
       }
       // One 64-bit base per lane; every fragment is at a constant offset from it
       // (an immediate in the reduction instruction, not an address register each).
-      float* dq_lane = p.dq_accum + (stats_row(cur.q * BM) + dq_m0 + (lane >> 2)) * D + dq_d0 + (lane & 3) * 2;
+      constexpr int kAccumStride = dq_accum_row_stride(D);
+      float* dq_lane = p.dq_accum + (stats_row(cur.q * BM) + dq_m0 + (lane >> 2)) * kAccumStride + dq_d0 + (lane & 3) * 2;
       // The adds are spread over the dK product's k steps, so that the reductions
       // leave the SM between tensor-core work instead of in one burst (a burst
       // after the product measured 4.6% slower; bursts over half the steps 6%
@@ -641,7 +642,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) bwd_main_kernel(const BwdPar
         for (int i = 0; i < kAdds; ++i) {
           if (i / kPerStep != kk) continue;
           const int mt = i / (2 * kDqNT), hf = (i / kDqNT) % 2, nt = i % kDqNT;
-          red_add_f32x2(dq_lane + (mt * 16 + hf * 8) * D + nt * 8, acc_dq[mt][nt][hf * 2],
+          red_add_f32x2(dq_lane + (mt * 16 + hf * 8) * kAccumStride + nt * 8, acc_dq[mt][nt][hf * 2],
                         acc_dq[mt][nt][hf * 2 + 1]);
         }
       };

@@ -56,6 +56,13 @@ struct SpinError {
   int32_t pad;
 };
 
+// Row stride of the FP32 dQ accumulator, in floats: the head dim plus one 32-byte
+// sector. Each reduction instruction of a warp adds into 8 rows at the same
+// column; with rows a power of two bytes apart those 8 sectors probably fall into
+// few L2 slices, which serialize the adds. The pad spreads them: 1-5% faster main
+// kernel (bench/NOTES.md run 18). The pad columns are never read.
+__host__ __device__ constexpr int dq_accum_row_stride(int head_dim) { return head_dim + 8; }
+
 struct BwdParams {
   // Shape (the tile sizes and head dim are compile-time constants).
   int batch;
@@ -85,8 +92,8 @@ struct BwdParams {
   __nv_bfloat16* dk;
   __nv_bfloat16* dv;
 
-  // dQ accumulator, layout [batch * heads, seqlen_q_pad, head_dim] (FP32), and one
-  // semaphore per (bh, q tile), layout [batch * heads, m_tiles].
+  // dQ accumulator, layout [batch * heads, seqlen_q_pad, dq_accum_row_stride(head_dim)]
+  // (FP32), and one semaphore per (bh, q tile), layout [batch * heads, m_tiles].
   float* dq_accum;
   int* dq_semaphore;
 

@@ -28,7 +28,7 @@ __global__ void __launch_bounds__(kPostprocessThreads) bwd_postprocess_kernel(co
     const int row = row0 + i / kQuadsPerRow;
     const int col = (i % kQuadsPerRow) * 4;
     if (row >= p.seqlen_q) break;  // rows only grow with i
-    const float4 a = *reinterpret_cast<const float4*>(p.dq_accum + ((size_t)bh * p.seqlen_q_pad + row) * HEAD_DIM + col);
+    const float4 a = *reinterpret_cast<const float4*>(p.dq_accum + ((size_t)bh * p.seqlen_q_pad + row) * dq_accum_row_stride(HEAD_DIM) + col);
     const size_t off = (((size_t)b * p.seqlen_q + row) * p.heads + h) * HEAD_DIM + col;
     __nv_bfloat162 out[2] = {__floats2bfloat162_rn(a.x * p.softmax_scale, a.y * p.softmax_scale),
                              __floats2bfloat162_rn(a.z * p.softmax_scale, a.w * p.softmax_scale)};

@@ -54,8 +54,8 @@ __global__ void __launch_bounds__(kPreprocessThreads) bwd_preprocess_kernel(cons
 
   // The accumulator rows of this CTA (padded rows included: the main kernel adds
   // zeros into them and reads nothing back, but they must hold numbers).
-  float4* acc = reinterpret_cast<float4*>(p.dq_accum + ((size_t)bh * p.seqlen_q_pad + row0) * HEAD_DIM);
-  for (int i = threadIdx.x; i < kPreprocessRows * HEAD_DIM / 4; i += kPreprocessThreads) {
+  float4* acc = reinterpret_cast<float4*>(p.dq_accum + ((size_t)bh * p.seqlen_q_pad + row0) * dq_accum_row_stride(HEAD_DIM));
+  for (int i = threadIdx.x; i < kPreprocessRows * dq_accum_row_stride(HEAD_DIM) / 4; i += kPreprocessThreads) {
     acc[i] = make_float4(0.f, 0.f, 0.f, 0.f);
   }
 
