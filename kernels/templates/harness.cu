@@ -27,6 +27,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bwd_params.h"
@@ -262,6 +263,7 @@ struct Args {
   uint64_t seed = 1;
   double spin_timeout_ms = 2000.0;
   const char* trace = nullptr;
+  const char* dump = nullptr;  // directory for dq.bf16, dk.bf16, dv.bf16 (compared across variants by dashc)
   int batch = -1, heads = -1, seqlen_q = -1, seqlen_k = -1;
 };
 
@@ -281,6 +283,7 @@ static Args parse_args(int argc, char** argv) {
     else if (s == "--seed") a.seed = std::strtoull(value(), nullptr, 10);
     else if (s == "--spin-timeout-ms") a.spin_timeout_ms = std::atof(value());
     else if (s == "--trace") a.trace = value();
+    else if (s == "--dump") a.dump = value();
     else if (s == "--batch") a.batch = std::atoi(value());
     else if (s == "--heads") a.heads = std::atoi(value());
     else if (s == "--seqlen-q") a.seqlen_q = std::atoi(value());
@@ -527,6 +530,21 @@ int main(int argc, char** argv) {
       t_main.push_back(ms);
     }
     timed_out = !spin_ok();
+  }
+
+  // The outputs of the first poisoned run, raw little-endian bf16 in the layout of the
+  // inputs ([batch, seqlen, heads, head_dim]): dashc compares the deterministic build
+  // with the atomic one where the FP32 reference does not run (docs/gpu.md).
+  if (args.dump && !timed_out) {
+    const std::pair<const char*, const std::vector<uint16_t>*> outputs[] = {
+        {"dq.bf16", &first_dq}, {"dk.bf16", &first_dk}, {"dv.bf16", &first_dv}};
+    for (const auto& [name, data] : outputs) {
+      const std::string path = std::string(args.dump) + "/" + name;
+      FILE* f = std::fopen(path.c_str(), "wb");
+      if (!f) fail_input("cannot write output dump", path);
+      const size_t written = std::fwrite(data->data(), sizeof(uint16_t), data->size(), f);
+      if (std::fclose(f) != 0 || written != data->size()) fail_input("cannot write output dump", path);
+    }
   }
 
   // The stamps of the last timed run, in the text format of docs/trace-format.md. Written to a

@@ -240,6 +240,8 @@ pub struct HarnessOptions {
     pub timeout_secs: u32,
     /// Trace builds: where the harness writes the stamps (docs/trace-format.md).
     pub trace: Option<PathBuf>,
+    /// An existing directory where the harness writes dQ, dK and dV (raw bf16, `agreement::DUMPED_OUTPUTS`).
+    pub dump: Option<PathBuf>,
 }
 
 /// Runs the harness in `dir` on `schedule_file` and parses its JSON line. A harness that reports a failed
@@ -265,6 +267,9 @@ pub fn run_harness(
     }
     if let Some(path) = &opts.trace {
         cmd.arg("--trace").arg(path);
+    }
+    if let Some(dir) = &opts.dump {
+        cmd.arg("--dump").arg(dir);
     }
     let out = cmd.current_dir(dir).output().with_context(|| format!("running the harness in {}", dir.display()))?;
     let stdout = String::from_utf8_lossy(&out.stdout);

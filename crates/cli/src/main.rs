@@ -4,6 +4,7 @@
 //! `commands/`, and all theory lives in the library crates. Only this crate reads files, the environment or
 //! the clock, spawns processes, or prints.
 
+mod agreement;
 mod anchors;
 mod args;
 mod commands;

@@ -8,6 +8,7 @@ use anyhow::Result;
 use codegen::{Arch, CodegenError, Generated, KernelConfig, Templates, generate};
 use serde::Serialize;
 
+use crate::agreement::{Agreement, DUMPED_OUTPUTS, compare_dumps};
 use crate::args::GpuArgs;
 use crate::exit::bad_input;
 use crate::gpu::{
@@ -23,11 +24,16 @@ pub struct Measured {
     pub predicted_makespan: f64,
     pub deterministic: HarnessResult,
     pub nondeterministic: Option<HarnessResult>,
+    /// The deterministic outputs against the atomic ones, when both variants ran (the correctness check above
+    /// seqlen 4096, where the FP32 reference does not run by default).
+    pub vs_nondeterministic: Option<Agreement>,
 }
 
 impl Measured {
     pub fn ok(&self) -> bool {
-        self.deterministic.status == "ok" && self.nondeterministic.as_ref().is_none_or(|r| r.status == "ok")
+        self.deterministic.status == "ok"
+            && self.nondeterministic.as_ref().is_none_or(|r| r.status == "ok")
+            && self.vs_nondeterministic.as_ref().is_none_or(|a| a.ok)
     }
 }
 
@@ -66,6 +72,7 @@ pub fn measure_setup(
         seed: gpu.seed,
         timeout_secs: 300,
         trace: None,
+        dump: None,
     };
     let p = &setup.problem;
     let shape_tag = format!("b{}h{}q{}k{}", p.batch(), p.heads(), p.seqlen_q(), p.seqlen_k());
@@ -78,25 +85,59 @@ pub fn measure_setup(
                 continue;
             }
         };
-        let run_variant =
-            |config: &KernelConfig, generated: Result<Generated, CodegenError>| -> Result<HarnessResult> {
-                let generated = generated.map_err(|e| bad_input(e.to_string()))?;
-                let dir = build_dir(&gpu.work_dir, config);
-                write_generated(&dir, &generated)?;
-                build(nvcc, &dir, &generated)?;
-                // Each schedule gets its own data file; the build is shared.
-                let data = generated.files.iter().find(|f| f.path == generated.schedule_file).expect("schedule file");
-                let file = format!("schedule-{name}-{shape_tag}.txt");
-                fs::write(dir.join(&file), &data.contents)?;
-                run_harness(&dir, &generated, &file, &opts)
-            };
-        let deterministic = run_variant(&det_config, det)?;
-        let nondeterministic = nondet.map(|g| run_variant(&nondet_config, g)).transpose()?;
+        let run_variant = |config: &KernelConfig,
+                           generated: Result<Generated, CodegenError>,
+                           dump: Option<&Path>|
+         -> Result<HarnessResult> {
+            let generated = generated.map_err(|e| bad_input(e.to_string()))?;
+            let dir = build_dir(&gpu.work_dir, config);
+            write_generated(&dir, &generated)?;
+            build(nvcc, &dir, &generated)?;
+            // Each schedule gets its own data file; the build is shared.
+            let data = generated.files.iter().find(|f| f.path == generated.schedule_file).expect("schedule file");
+            let file = format!("schedule-{name}-{shape_tag}.txt");
+            fs::write(dir.join(&file), &data.contents)?;
+            let opts = HarnessOptions { dump: dump.map(Path::to_path_buf), ..opts.clone() };
+            run_harness(&dir, &generated, &file, &opts)
+        };
+        // With both variants, each dumps its outputs so that they can be compared (crate::agreement). The
+        // folders are made fresh (no stale dump can pass for a new one) and removed after the comparison.
+        let dumps = match nondet {
+            Some(_) => {
+                let fresh = |config: &KernelConfig| -> Result<std::path::PathBuf> {
+                    let dir = std::path::absolute(
+                        build_dir(&gpu.work_dir, config).join(format!("outputs-{name}-{shape_tag}")),
+                    )?;
+                    let _ = fs::remove_dir_all(&dir);
+                    fs::create_dir_all(&dir)?;
+                    Ok(dir)
+                };
+                Some((fresh(&det_config)?, fresh(&nondet_config)?))
+            }
+            None => None,
+        };
+        let deterministic = run_variant(&det_config, det, dumps.as_ref().map(|d| d.0.as_path()))?;
+        let nondeterministic =
+            nondet.map(|g| run_variant(&nondet_config, g, dumps.as_ref().map(|d| d.1.as_path()))).transpose()?;
+        let vs_nondeterministic = match &dumps {
+            // A harness that gave up on a semaphore wait writes no dump; its status already fails the schedule.
+            Some((det_dir, atomic_dir))
+                if DUMPED_OUTPUTS.iter().all(|f| det_dir.join(f).exists() && atomic_dir.join(f).exists()) =>
+            {
+                Some(compare_dumps(det_dir, atomic_dir, deterministic.check.tolerance)?)
+            }
+            _ => None,
+        };
+        if let Some((det_dir, atomic_dir)) = &dumps {
+            let _ = fs::remove_dir_all(det_dir);
+            let _ = fs::remove_dir_all(atomic_dir);
+        }
         out.push(Outcome::Done(Measured {
             schedule: name,
             predicted_makespan: predicted,
             deterministic,
             nondeterministic,
+            vs_nondeterministic,
         }));
     }
     Ok(out)

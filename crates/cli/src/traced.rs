@@ -54,6 +54,7 @@ pub fn run_traced(
         seed: gpu.seed,
         timeout_secs: 300,
         trace: Some(raw_path.clone()),
+        dump: None,
     };
     let result = run_harness(&dir, &generated, &file, &opts)?;
     if result.status != "ok" {

@@ -11,6 +11,7 @@ use serde::Serialize;
 use crate::anchors::anchor;
 use crate::args::BenchArgs;
 use crate::commands::codegen::arch_of;
+use crate::commands::run::agreement_cell;
 use crate::exit::{CheckFailed, bad_input};
 use crate::gpu::{Device, find_nvcc, kernel_config, prebuild, probe_device};
 use crate::measure::{Measured, measure_setup};
@@ -159,6 +160,7 @@ fn bench_table(configs: &[ConfigResult]) -> String {
                 fmt(det),
                 fmt(atomic),
                 cost,
+                m.vs_nondeterministic.as_ref().map_or("-".into(), agreement_cell),
                 if m.deterministic.repeatable { "yes".into() } else { "NO".into() },
                 m.deterministic.status.clone(),
                 a.map_or("-".into(), |a| format!("{:.0}", a.fa4_deterministic)),
@@ -177,6 +179,7 @@ fn bench_table(configs: &[ConfigResult]) -> String {
         "det TFLOPS",
         "atomic TFLOPS",
         "det cost",
+        "vs atomic",
         "bitwise rep",
         "status",
         "FA4 det",

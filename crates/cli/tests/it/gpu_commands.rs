@@ -96,3 +96,100 @@ fn bench_lists_must_not_be_empty() {
     fails_with(&["bench", "--seqlens", ""], 2, "--seqlens is empty");
     fails_with(&["bench", "--seqlens", "100"], 2, "--seqlens: 100 does not divide --tokens 16384");
 }
+
+/// A stand-in GPU machine for the host side of `run`: an `nvidia-smi` that names a GPU, an `nvcc` whose
+/// "build" writes a shell-script harness, and `timeout`. The harness prints a passing result line and, given
+/// `--dump DIR`, writes dQ = [1, 2], dK = [4, 0], dV = [1, 1] (raw bf16); with FAKE_DET_DQ set, the
+/// deterministic build's dQ is [1, 3] instead. So the test exercises what dashc does with real harnesses
+/// (dump folders, the comparison, the verdict), not the kernels.
+fn fake_gpu_machine(name: &str) -> PathBuf {
+    let bin = scratch(name);
+    std::fs::create_dir_all(&bin).unwrap();
+    let harness = r#"#!/bin/sh
+dump=""
+while [ $# -gt 0 ]; do
+  if [ "$1" = "--dump" ]; then dump="$2"; shift; fi
+  shift
+done
+case "$PWD" in *nondet*) det=false ;; *) det=true ;; esac
+if [ -n "$dump" ]; then
+  if [ "$det" = true ] && [ -n "$FAKE_DET_DQ" ]; then printf '\200\077\100\100' > "$dump/dq.bf16"
+  else printf '\200\077\000\100' > "$dump/dq.bf16"; fi
+  printf '\200\100\000\000' > "$dump/dk.bf16"
+  printf '\200\077\200\077' > "$dump/dv.bf16"
+fi
+echo '{"status":"ok","schedule":"naive","variant":"fake","device":"Fake GPU","sm_count":132,"deterministic":'$det',"units":8,"visits":64,"time_ms":{"total_median":1.0,"main_median":0.9,"total_min":1.0,"main_min":0.9},"tflops":{"total":100.0,"main":110.0},"check":{"ran":false,"rel_l2_dq":null,"rel_l2_dk":null,"rel_l2_dv":null,"tolerance":0.02},"finite":true,"poison_ok":true,"repeatable":true,"repeat_runs":5,"main_kernel":{"registers":128,"local_bytes":0,"smem_bytes":1024},"spin_error":{"code":0,"unit":0,"bh":0,"q_tile":0,"wanted_rank":0,"seen":0}}'
+"#;
+    let tools = [
+        ("nvidia-smi", "#!/bin/sh\necho 'Fake GPU, 9.0, 1.0'\n".to_string()),
+        ("nvcc", format!("#!/bin/sh\n/bin/cat > harness <<'HARNESS'\n{harness}HARNESS\n/bin/chmod +x harness\n")),
+    ];
+    for (tool, script) in tools {
+        let path = bin.join(tool);
+        std::fs::write(&path, script).unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+    }
+    #[cfg(unix)]
+    std::os::unix::fs::symlink("/usr/bin/timeout", bin.join("timeout")).unwrap();
+    bin
+}
+
+#[test]
+#[cfg(unix)]
+fn run_compares_the_deterministic_outputs_with_the_atomic_ones() {
+    let bin = fake_gpu_machine("fake-gpu");
+    let work = bin.join("work");
+    let work_arg = work.to_str().unwrap();
+    let run = |disagree: bool| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_dashc"));
+        cmd.args(["run", "--seqlen", "512", "--heads", "2", "--schedule", "naive", "--nondeterministic", "--json"])
+            .args(["--work-dir", work_arg])
+            .env_clear()
+            .env("PATH", &bin);
+        if disagree {
+            cmd.env("FAKE_DET_DQ", "1");
+        }
+        cmd.output().expect("dashc runs")
+    };
+    let agreement = |out: &std::process::Output| {
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+        doc["results"][0]["vs_nondeterministic"].clone()
+    };
+
+    let out = run(false);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let a = agreement(&out);
+    assert_eq!(a["ok"], true, "{a}");
+    assert_eq!(a["rel_l2_dq"], 0.0);
+    assert_eq!(a["tolerance"], 0.02);
+
+    // dQ [1, 3] against [1, 2]: 1 / sqrt(5) apart, far past the tolerance: the schedule fails, exit 1.
+    let out = run(true);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("check failed for naive"), "{}", stderr(&out));
+    let a = agreement(&out);
+    assert_eq!(a["ok"], false, "{a}");
+    assert!((a["rel_l2_dq"].as_f64().unwrap() - 1.0 / 5f64.sqrt()).abs() < 1e-9, "{a}");
+    assert_eq!(a["rel_l2_dk"], 0.0);
+
+    // The dumps are removed once compared.
+    let leftovers: Vec<_> = walk(&work).into_iter().filter(|p| p.to_string_lossy().contains("outputs-")).collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+    std::fs::remove_dir_all(&bin).unwrap();
+}
+
+fn walk(dir: &std::path::Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        }
+        out.push(path);
+    }
+    out
+}
