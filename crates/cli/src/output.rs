@@ -72,6 +72,31 @@ pub struct ResultJson<'a, T: Serialize> {
     pub extra: Option<&'a T>,
 }
 
+/// The `--json` document of `bounds` and `simulate`: the problem and one result per schedule.
+#[derive(Serialize)]
+struct ResultsDoc<'a, T: Serialize> {
+    schema_version: u32,
+    command: &'static str,
+    problem: ProblemJson<'a>,
+    results: Vec<ResultJson<'a, T>>,
+}
+
+/// Prints the `--json` document of a command whose results are per-schedule evaluations.
+pub fn print_results_json<T: Serialize>(
+    command: &'static str,
+    setup: &Setup,
+    outcomes: &[Outcome<Kept<T>>],
+) -> Result<()> {
+    let doc = ResultsDoc {
+        schema_version: SCHEMA_VERSION,
+        command,
+        problem: ProblemJson::of(setup),
+        results: outcomes.iter().map(|o| result_json(setup, o)).collect(),
+    };
+    println!("{}", serde_json::to_string_pretty(&doc)?);
+    Ok(())
+}
+
 pub fn result_json<'a, T: Serialize>(setup: &Setup, outcome: &'a Outcome<Kept<T>>) -> ResultJson<'a, T> {
     match outcome {
         Outcome::Done(k) => ResultJson {

@@ -1,20 +1,11 @@
 //! `dashc bounds`: per schedule, the makespan, the critical path, the lower bounds and the gap to the best.
 
 use anyhow::Result;
-use serde::Serialize;
 
 use crate::args::BoundsArgs;
-use crate::output::{Kept, ProblemJson, ResultJson, SCHEMA_VERSION, header, num, result_json, table};
+use crate::output::{Kept, header, num, print_results_json, table};
 use crate::searching::{check_save, save_and_strip, schedule_file_text};
 use crate::setup::{Outcome, Setup};
-
-#[derive(Serialize)]
-struct BoundsJson<'a> {
-    schema_version: u32,
-    command: &'static str,
-    problem: ProblemJson<'a>,
-    results: Vec<ResultJson<'a, ()>>,
-}
 
 pub fn run(args: BoundsArgs) -> Result<()> {
     let setup = Setup::from_args(&args.shape)?;
@@ -24,14 +15,7 @@ pub fn run(args: BoundsArgs) -> Result<()> {
         setup.evaluate_each(false, |e| (Kept::of(&e, ()), save.map(|_| schedule_file_text(&e, &setup.costs))))?;
     let outcomes = save_and_strip(outcomes, save)?;
     if args.json {
-        let doc = BoundsJson {
-            schema_version: SCHEMA_VERSION,
-            command: "bounds",
-            problem: ProblemJson::of(&setup),
-            results: outcomes.iter().map(|o| result_json(&setup, o)).collect(),
-        };
-        println!("{}", serde_json::to_string_pretty(&doc)?);
-        return Ok(());
+        return print_results_json("bounds", &setup, &outcomes);
     }
     print!("{}", header(&setup));
     println!();

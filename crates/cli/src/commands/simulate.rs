@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use crate::args::SimulateArgs;
 use crate::exit::bad_input;
-use crate::output::{Kept, ProblemJson, ResultJson, SCHEMA_VERSION, header, num, result_json, table, write_file};
+use crate::output::{Kept, header, num, print_results_json, table, write_file};
 use crate::searching::{check_save, save_and_strip, schedule_file_text};
 use crate::setup::{Outcome, Setup};
 use crate::timeline::{SegmentJson, TimelineFile, TimelineSchedule};
@@ -23,14 +23,6 @@ struct SmJson {
     per_sm: Vec<SmStats>,
     #[serde(skip)]
     timeline: Option<TimelineSchedule>,
-}
-
-#[derive(Serialize)]
-struct SimulateJson<'a> {
-    schema_version: u32,
-    command: &'static str,
-    problem: ProblemJson<'a>,
-    results: Vec<ResultJson<'a, SmJson>>,
 }
 
 fn keep(e: Evaluation, want_timeline: bool) -> Kept<SmJson> {
@@ -81,14 +73,7 @@ pub fn run(args: SimulateArgs) -> Result<()> {
         write_file(path, &serde_json::to_string(&file)?)?;
     }
     if args.json {
-        let doc = SimulateJson {
-            schema_version: SCHEMA_VERSION,
-            command: "simulate",
-            problem: ProblemJson::of(&setup),
-            results: outcomes.iter().map(|o| result_json(&setup, o)).collect(),
-        };
-        println!("{}", serde_json::to_string_pretty(&doc)?);
-        return Ok(());
+        return print_results_json("simulate", &setup, &outcomes);
     }
     print!("{}", header(&setup));
     println!();
