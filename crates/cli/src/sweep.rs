@@ -317,18 +317,13 @@ pub fn table(r: &SweepResult) -> String {
         .rows
         .iter()
         .map(|row| {
-            let mut cells = vec![
-                row.mask.to_string(),
-                row.head_dim.to_string(),
-                row.heads.to_string(),
-                row.seqlen.to_string(),
-                row.batch.to_string(),
-                row.schedule.clone(),
+            let mut cells = key_cells(row).to_vec();
+            cells.extend([
                 num(row.makespan),
                 num(row.bound),
                 format!("{:.3}", row.relative_throughput),
                 row.speedup_vs_naive.map_or("-".into(), |x| format!("{x:.3}x")),
-            ];
+            ]);
             if with_tflops {
                 cells.push(row.tflops.map_or("-".into(), |t| format!("{t:.1}")));
             }
@@ -407,19 +402,27 @@ const CSV_COLUMNS: [&str; 16] = [
     "tflops",
 ];
 
+/// The cells that say which configuration and schedule a row is: the first six columns of the table and of
+/// the CSV alike.
+fn key_cells(row: &Row) -> [String; 6] {
+    [
+        row.mask.to_string(),
+        row.head_dim.to_string(),
+        row.heads.to_string(),
+        row.seqlen.to_string(),
+        row.batch.to_string(),
+        row.schedule.clone(),
+    ]
+}
+
 /// The rows as CSV, one header line and the columns of the JSON rows; absent values are empty cells.
 pub fn csv(r: &SweepResult) -> String {
     let mut out = CSV_COLUMNS.join(",");
     out.push('\n');
     let opt = |x: Option<f64>| x.map_or(String::new(), |v| v.to_string());
     for row in &r.rows {
-        let cells = [
-            row.mask.to_string(),
-            row.head_dim.to_string(),
-            row.heads.to_string(),
-            row.seqlen.to_string(),
-            row.batch.to_string(),
-            row.schedule.clone(),
+        let mut cells = key_cells(row).to_vec();
+        cells.extend([
             row.makespan.to_string(),
             row.best_bound.to_string(),
             row.critical_path.to_string(),
@@ -430,7 +433,7 @@ pub fn csv(r: &SweepResult) -> String {
             row.tasks.to_string(),
             row.backward_flops.to_string(),
             opt(row.tflops),
-        ];
+        ]);
         out.push_str(&cells.join(","));
         out.push('\n');
     }
