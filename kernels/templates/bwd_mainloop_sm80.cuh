@@ -19,6 +19,7 @@
 #include <cstdint>
 
 #include "bwd_params.h"
+#include "dq_semaphore.cuh"
 #include "schedule.cuh"
 
 namespace dashc {
@@ -127,18 +128,6 @@ __device__ __forceinline__ float fast_exp2(float x) {
 __device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) {
   const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
   return *reinterpret_cast<const uint32_t*>(&v);
-}
-
-__device__ __forceinline__ unsigned long long global_timer_ns() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(t));
-  return t;
-}
-
-__device__ __forceinline__ int ld_acquire_gpu(const int* p) {
-  int v;
-  asm volatile("ld.acquire.gpu.global.b32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
-  return v;
 }
 
 // Adds two neighbouring FP32 values into global memory without reading them back.
@@ -284,73 +273,6 @@ __device__ __forceinline__ void zero_acc(float (&acc)[MT][NT][4]) {
     for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
       for (int e = 0; e < 4; ++e) acc[mt][nt][e] = 0.f;
-}
-
-// ---------------------------------------------------------------------------
-// Deterministic hand-off of a dQ tile. Only thread 0 of the CTA calls these.
-// ---------------------------------------------------------------------------
-
-__device__ __forceinline__ void report_spin_error(const BwdParams& p, int code, int bh, int q_tile, int rank,
-                                               int seen) {
-  SpinError* e = p.spin_error;
-  if (atomicCAS(&e->code, 0, code) == 0) {
-    e->unit = blockIdx.x;
-    e->bh = bh;
-    e->q_tile = q_tile;
-    e->wanted_rank = rank;
-    e->seen_value = seen;
-  }
-  __threadfence();
-  atomicExch(&e->abort, 1);
-}
-
-// Lane 0 of the calling warp spins until the semaphore equals `rank`, starting
-// from `seen`, a value it read earlier (the early poll, issued before the dQ
-// product so that its round trip to L2 hides behind the product). Gives up (and
-// reports) after spin_timeout_ns, when the semaphore is already past `rank` (the
-// schedule gave one rank twice), or when another CTA has reported and raised the
-// abort flag. Returns the same verdict to every lane; the __syncwarp orders the
-// lane's acquire before the warp's adds.
-__device__ __forceinline__ bool warp_wait_for_rank(const BwdParams& p, const int* sem, int rank, int seen, int bh,
-                                                   int q_tile) {
-  bool ok = true;
-  if ((threadIdx.x & 31) == 0 && seen != rank) {
-    const unsigned long long start = global_timer_ns();
-    for (uint32_t polls = 1;; ++polls) {
-      if (seen > rank) {
-        report_spin_error(p, 2, bh, q_tile, rank, seen);
-        ok = false;
-        break;
-      }
-      seen = ld_acquire_gpu(sem);
-      if (seen == rank) break;
-      // Reading the clock and the abort flag every poll would slow the hand-off
-      // path, so they are checked every 32 polls.
-      if ((polls & 31) == 0) {
-        if (*reinterpret_cast<volatile const int*>(&p.spin_error->abort)) {
-          ok = false;
-          break;
-        }
-        if (global_timer_ns() - start > p.spin_timeout_ns) {
-          report_spin_error(p, 1, bh, q_tile, rank, seen);
-          ok = false;
-          break;
-        }
-      }
-    }
-  }
-  __syncwarp();
-  return __shfl_sync(0xffffffffu, ok, 0);
-}
-
-// Publishes a CTA's dQ add: called by one thread after a __syncthreads that
-// follows every thread's reductions. The release (a fence at GPU scope, then the
-// increment) makes the adds visible -- landed in L2, not merely issued -- before
-// the increment can be observed; it is cumulative over the adds that the barrier
-// ordered before it. The kernel calls this at the top of the next visit, where the
-// adds were issued shortly before, after the CTA's dQ/dV/dK products.
-__device__ __forceinline__ void release_rank(int* sem) {
-  asm volatile("red.release.gpu.global.add.s32 [%0], 1;\n" ::"l"(sem) : "memory");
 }
 
 // Trace build only (TRACE): thread 0 of each CTA writes %globaltimer stamps (ns).

@@ -66,7 +66,8 @@ fn rendering_is_deterministic_and_complete() {
 fn strict_undefined_catches_a_missing_variable() {
     let mut sources: Vec<(String, String)> =
         TEMPLATE_NAMES.iter().map(|n| (n.to_string(), format!("// ${{ banner }}\n// {n}\n"))).collect();
-    sources[2].1.push_str("constexpr int kOops = ${ not_provided };\n");
+    let main_loop = sources.iter_mut().find(|(n, _)| n == "bwd_mainloop_sm80.cuh").expect("main loop template");
+    main_loop.1.push_str("constexpr int kOops = ${ not_provided };\n");
     let templates = Templates::from_sources(sources).expect("all templates present");
     let err = render_sources(&config(64, KernelMask::Full, true), &templates, &Provenance::default())
         .expect_err("an undefined variable must fail");
