@@ -4,11 +4,12 @@
 // warpgroups, the five products as SS wgmma from 128-byte-swizzled shared memory (CuTe atoms, CUTLASS
 // 4.2 headers).
 //
-// Out of scope: TMA, the producer and the dQ writer, the schedule, masking and the real epilogue. The
+// Out of scope: TMA, the producer and the dQ writer, the schedule and the real epilogue (the causal
+// mask is in, with a per-visit diagonal offset standing in for the schedule's tile coordinates). The
 // operand tiles are taken as resident, and each visit runs only the math and the P/dS/dQ stores, so
 // that ptxas reports what the consumers need. This is not a kernel: it is never run.
 //
-// Answer (nvcc 13.0, kernels/spikes/compile.sh): 32 HGMMA, no spills, highest register R237. That
+// Answer (nvcc 13.0, kernels/spikes/compile.sh): 32 HGMMA, no spills, highest register R234. That
 // holds only with the warp-slice partitions rebuilt inside the visit loop from an opaque thread index
 // (fresh_tid), the same trick the portable kernel uses. Built once outside the loop, as CuTe examples
 // do, they are hoisted, and the build spills 768 bytes at the 240 cap.
@@ -66,7 +67,7 @@ __device__ __forceinline__ int fresh_tid() {
   return t - 128;
 }
 
-__global__ void __launch_bounds__(384, 1) consumer_spike(float* dk_out, float* dv_out, int visits, float scale_log2) {
+__global__ void __launch_bounds__(384, 1) consumer_spike(float* dk_out, float* dv_out, int visits, float scale_log2, const int* diag_of_visit) {
   extern __shared__ char smem_raw[];
   Smem& s = *reinterpret_cast<Smem*>(smem_raw);
   Tensor sQ = make_tensor(make_smem_ptr(s.q), SmemQ{});
@@ -93,6 +94,8 @@ __global__ void __launch_bounds__(384, 1) consumer_spike(float* dk_out, float* d
   clear(acc_dv);
   clear(acc_dk);
   for (int t = 0; t < visits; ++t) {
+    const int diag = diag_of_visit[t];
+    const bool need_mask = diag < 128;
     MmaSdP mma_sdp;
     auto thr_sdp = mma_sdp.get_thread_slice(fresh_tid());
     Tensor tSrQ = thr_sdp.partition_fragment_A(sQ);
@@ -136,7 +139,9 @@ __global__ void __launch_bounds__(384, 1) consumer_spike(float* dk_out, float* d
     CUTE_UNROLL
     for (int i = 0; i < size(acc_s); ++i) {
       const int row = get<0>(cS(i));
-      p_bf16(i) = T(exp2f(acc_s(i) * scale_log2 - s.lse[row]));
+      const int col = get<1>(cS(i));
+      const float pe = exp2f(acc_s(i) * scale_log2 - s.lse[row]);
+      p_bf16(i) = T(need_mask && col > row + diag ? 0.f : pe);
     }
     copy(s2p, thr_s2p.retile_S(p_bf16), tPsP);
 
