@@ -8,7 +8,7 @@ use anyhow::Result;
 use codegen::{Arch, CodegenError, Generated, KernelConfig, Templates, generate};
 use serde::Serialize;
 
-use crate::agreement::{Agreement, DUMPED_OUTPUTS, compare_dumps};
+use crate::agreement::{Agreement, DUMPED_OUTPUTS, DqShape, compare_dumps};
 use crate::args::GpuArgs;
 use crate::exit::bad_input;
 use crate::gpu::{
@@ -76,6 +76,13 @@ pub fn measure_setup(
     };
     let p = &setup.problem;
     let shape_tag = format!("b{}h{}q{}k{}", p.batch(), p.heads(), p.seqlen_q(), p.seqlen_k());
+    let dq_shape = DqShape {
+        batch: p.batch() as usize,
+        seqlen_q: p.seqlen_q() as usize,
+        heads: p.heads() as usize,
+        head_dim: p.head_dim() as usize,
+        block_m: p.block_m() as usize,
+    };
     let mut out = Vec::new();
     for item in prepared {
         let (name, predicted, det, nondet) = match item {
@@ -101,7 +108,8 @@ pub fn measure_setup(
             run_harness(&dir, &generated, &file, &opts)
         };
         // With both variants, each dumps its outputs so that they can be compared (crate::agreement). The
-        // folders are made fresh (no stale dump can pass for a new one) and removed after the comparison.
+        // folders are made fresh (no stale dump can pass for a new one) and removed when `dumps` drops, on
+        // every path out of this iteration, errors included (a dump of seqlen 16384 is hundreds of MB).
         let dumps = match nondet {
             Some(_) => {
                 let fresh = |config: &KernelConfig| -> Result<std::path::PathBuf> {
@@ -112,26 +120,27 @@ pub fn measure_setup(
                     fs::create_dir_all(&dir)?;
                     Ok(dir)
                 };
-                Some((fresh(&det_config)?, fresh(&nondet_config)?))
+                Some(DumpDirs { det: fresh(&det_config)?, atomic: fresh(&nondet_config)? })
             }
             None => None,
         };
-        let deterministic = run_variant(&det_config, det, dumps.as_ref().map(|d| d.0.as_path()))?;
+        let deterministic = run_variant(&det_config, det, dumps.as_ref().map(|d| d.det.as_path()))?;
         let nondeterministic =
-            nondet.map(|g| run_variant(&nondet_config, g, dumps.as_ref().map(|d| d.1.as_path()))).transpose()?;
-        let vs_nondeterministic = match &dumps {
-            // A harness that gave up on a semaphore wait writes no dump; its status already fails the schedule.
-            Some((det_dir, atomic_dir))
-                if DUMPED_OUTPUTS.iter().all(|f| det_dir.join(f).exists() && atomic_dir.join(f).exists()) =>
-            {
-                Some(compare_dumps(det_dir, atomic_dir, deterministic.check.tolerance)?)
+            nondet.map(|g| run_variant(&nondet_config, g, dumps.as_ref().map(|d| d.atomic.as_path()))).transpose()?;
+        let vs_nondeterministic = match (&dumps, &nondeterministic) {
+            // A harness that failed (a semaphore wait gave up) may write no dump; its status already fails the
+            // schedule. Two passing harnesses must both have dumped: anything else fails the comparison.
+            (Some(d), Some(nd)) if deterministic.status == "ok" && nd.status == "ok" => {
+                Some(if DUMPED_OUTPUTS.iter().all(|f| d.det.join(f).is_file() && d.atomic.join(f).is_file()) {
+                    compare_dumps(&d.det, &d.atomic, dq_shape)
+                        .unwrap_or_else(|e| Agreement::failed(crate::exit::one_line(&e)))
+                } else {
+                    Agreement::failed("a harness reported ok but wrote no complete output dump".into())
+                })
             }
             _ => None,
         };
-        if let Some((det_dir, atomic_dir)) = &dumps {
-            let _ = fs::remove_dir_all(det_dir);
-            let _ = fs::remove_dir_all(atomic_dir);
-        }
+        drop(dumps);
         out.push(Outcome::Done(Measured {
             schedule: name,
             predicted_makespan: predicted,
@@ -165,4 +174,17 @@ pub fn ordering_agreement(measured: &[&Measured], threshold: f64) -> (usize, usi
         }
     }
     (agree, pairs)
+}
+
+/// The two output-dump folders of one schedule; removed when dropped.
+struct DumpDirs {
+    det: std::path::PathBuf,
+    atomic: std::path::PathBuf,
+}
+
+impl Drop for DumpDirs {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.det);
+        let _ = fs::remove_dir_all(&self.atomic);
+    }
 }

@@ -99,9 +99,9 @@ fn bench_lists_must_not_be_empty() {
 
 /// A stand-in GPU machine for the host side of `run`: an `nvidia-smi` that names a GPU, an `nvcc` whose
 /// "build" writes a shell-script harness, and `timeout`. The harness prints a passing result line and, given
-/// `--dump DIR`, writes dQ = [1, 2], dK = [4, 0], dV = [1, 1] (raw bf16); with FAKE_DET_DQ set, the
-/// deterministic build's dQ is [1, 3] instead. So the test exercises what dashc does with real harnesses
-/// (dump folders, the comparison, the verdict), not the kernels.
+/// `--dump DIR`, writes $FAKE_VALUES ones (raw bf16) as each of dQ, dK and dV; with FAKE_DET_DQ set, the
+/// deterministic build's first dQ value is 3 instead. With FAKE_NO_DUMP set it writes nothing. So the test
+/// exercises what dashc does with real harnesses (dump folders, the comparison, the verdict), not the kernels.
 fn fake_gpu_machine(name: &str) -> PathBuf {
     let bin = scratch(name);
     std::fs::create_dir_all(&bin).unwrap();
@@ -112,11 +112,12 @@ while [ $# -gt 0 ]; do
   shift
 done
 case "$PWD" in *nondet*) det=false ;; *) det=true ;; esac
-if [ -n "$dump" ]; then
-  if [ "$det" = true ] && [ -n "$FAKE_DET_DQ" ]; then printf '\200\077\100\100' > "$dump/dq.bf16"
-  else printf '\200\077\000\100' > "$dump/dq.bf16"; fi
-  printf '\200\100\000\000' > "$dump/dk.bf16"
-  printf '\200\077\200\077' > "$dump/dv.bf16"
+ones() { i=0; while [ $i -lt "$1" ]; do printf '\200\077'; i=$((i + 1)); done; }
+if [ -n "$dump" ] && [ -z "$FAKE_NO_DUMP" ]; then
+  if [ "$det" = true ] && [ -n "$FAKE_DET_DQ" ]; then { printf '\100\100'; ones $((FAKE_VALUES - 1)); } > "$dump/dq.bf16"
+  else ones "$FAKE_VALUES" > "$dump/dq.bf16"; fi
+  ones "$FAKE_VALUES" > "$dump/dk.bf16"
+  ones "$FAKE_VALUES" > "$dump/dv.bf16"
 fi
 echo '{"status":"ok","schedule":"naive","variant":"fake","device":"Fake GPU","sm_count":132,"deterministic":'$det',"units":8,"visits":64,"time_ms":{"total_median":1.0,"main_median":0.9,"total_min":1.0,"main_min":0.9},"tflops":{"total":100.0,"main":110.0},"check":{"ran":false,"rel_l2_dq":null,"rel_l2_dk":null,"rel_l2_dv":null,"tolerance":0.02},"finite":true,"poison_ok":true,"repeatable":true,"repeat_runs":5,"main_kernel":{"registers":128,"local_bytes":0,"smem_bytes":1024},"spin_error":{"code":0,"unit":0,"bh":0,"q_tile":0,"wanted_rank":0,"seen":0}}'
 "#;
@@ -142,16 +143,18 @@ echo '{"status":"ok","schedule":"naive","variant":"fake","device":"Fake GPU","sm
 #[cfg(unix)]
 fn run_compares_the_deterministic_outputs_with_the_atomic_ones() {
     let bin = fake_gpu_machine("fake-gpu");
-    let work = bin.join("work");
-    let work_arg = work.to_str().unwrap();
-    let run = |disagree: bool| {
+    // seqlen 128 x 1 head x head dim 64: 8192 values per output; one Q tile (block_m 128 at head dim 64).
+    let values = 128 * 64;
+    let run = |work_dir: &str, cwd: &std::path::Path, fake: &[(&str, &str)]| {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_dashc"));
-        cmd.args(["run", "--seqlen", "512", "--heads", "2", "--schedule", "naive", "--nondeterministic", "--json"])
-            .args(["--work-dir", work_arg])
+        cmd.args(["run", "--seqlen", "128", "--heads", "1", "--head-dim", "64", "--schedule", "naive"])
+            .args(["--nondeterministic", "--json", "--work-dir", work_dir])
+            .current_dir(cwd)
             .env_clear()
-            .env("PATH", &bin);
-        if disagree {
-            cmd.env("FAKE_DET_DQ", "1");
+            .env("PATH", &bin)
+            .env("FAKE_VALUES", values.to_string());
+        for (k, v) in fake {
+            cmd.env(k, v);
         }
         cmd.output().expect("dashc runs")
     };
@@ -159,25 +162,40 @@ fn run_compares_the_deterministic_outputs_with_the_atomic_ones() {
         let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
         doc["results"][0]["vs_nondeterministic"].clone()
     };
+    let work = bin.join("work");
+    let work_abs = work.to_str().unwrap();
 
-    let out = run(false);
+    let out = run(work_abs, &bin, &[]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let a = agreement(&out);
     assert_eq!(a["ok"], true, "{a}");
-    assert_eq!(a["rel_l2_dq"], 0.0);
-    assert_eq!(a["tolerance"], 0.02);
+    assert_eq!(a["worst_tile_rel_l2_dq"], 0.0);
+    assert_eq!(a["rel_l2_dk"], 0.0);
 
-    // dQ [1, 3] against [1, 2]: 1 / sqrt(5) apart, far past the tolerance: the schedule fails, exit 1.
-    let out = run(true);
+    // A relative work dir: the harness runs in its build folder, so the dump paths must not be relative.
+    let out = run("rel-work", &bin, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(agreement(&out)["ok"], true);
+
+    // One dQ value 3 instead of 1 in a block of 8192 ones: 2 / sqrt(8192) = 2.2e-2 apart, past the 1e-2 block
+    // tolerance (a whole-tensor score of a larger problem would dilute it): the schedule fails, exit 1.
+    let out = run(work_abs, &bin, &[("FAKE_DET_DQ", "1")]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(stderr(&out).contains("check failed for naive"), "{}", stderr(&out));
     let a = agreement(&out);
     assert_eq!(a["ok"], false, "{a}");
-    assert!((a["rel_l2_dq"].as_f64().unwrap() - 1.0 / 5f64.sqrt()).abs() < 1e-9, "{a}");
+    assert!((a["worst_tile_rel_l2_dq"].as_f64().unwrap() - 2.0 / 8192f64.sqrt()).abs() < 1e-9, "{a}");
     assert_eq!(a["rel_l2_dk"], 0.0);
 
-    // The dumps are removed once compared.
-    let leftovers: Vec<_> = walk(&work).into_iter().filter(|p| p.to_string_lossy().contains("outputs-")).collect();
+    // Harnesses that pass but dump nothing: the comparison fails instead of being skipped.
+    let out = run(work_abs, &bin, &[("FAKE_NO_DUMP", "1")]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let a = agreement(&out);
+    assert_eq!(a["ok"], false, "{a}");
+    assert!(a["error"].as_str().unwrap().contains("no complete output dump"), "{a}");
+
+    // The dumps are removed once compared, in both work dirs.
+    let leftovers: Vec<_> = walk(&bin).into_iter().filter(|p| p.to_string_lossy().contains("outputs-")).collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
     std::fs::remove_dir_all(&bin).unwrap();
 }
