@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issue 4 correctness pass on the device machine: every paper configuration up to seqlen 4096 x every applicable
 # built-in schedule, deterministic and atomic, against the FP32 reference (plus poison and 5-run bitwise checks).
-# Usage: DASHC_COMMIT=... bash bench/scripts/check-run.sh   (dashc built here and carried as target/dashc-dev)
+# Usage: DASHC_COMMIT=... bash bench/scripts/check-run.sh   (target/dashc-dev from bench/scripts/prepare-carry.sh, carried)
 set -uo pipefail
 export PATH=/usr/local/cuda/bin:$PATH
 D=target/dashc-dev

@@ -2,7 +2,7 @@
 # Kernel A/B run on the device machine: renders a few shapes with `dashc codegen` (the templates in the working
 # tree: "cur"), derives one variant per patch given (applied to the rendered sources with `patch -p3`), builds
 # each for sm_90a and times them interleaved, two rounds.
-# Usage: bash bench/scripts/variants-run.sh PATCH...   (dashc built here and carried as target/dashc-dev)
+# Usage: bash bench/scripts/variants-run.sh PATCH...   (target/dashc-dev from bench/scripts/prepare-carry.sh, carried)
 # Run 13 (bench/NOTES.md) used bench/scripts/variants/run13-bulk-dq.patch (dQ staged in shared memory, one bulk
 # reduction per visit), with the variant "nr" made from it by setting `rot = 0`.
 set -uo pipefail
