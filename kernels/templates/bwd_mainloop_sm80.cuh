@@ -563,7 +563,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) bwd_main_kernel(const BwdPar
       }
       // The adds are spread over the dK product's k steps, so that the reductions
       // leave the SM between tensor-core work instead of in one burst (a burst
-      // after the product measured 4.6% slower; bursts over half the steps 6%
+      // after the product measured 4.6% slower at hd128 full; bursts over half the steps 6%
       // slower: bench/NOTES.md run 16).
       constexpr int kAdds = kDqMT * 2 * kDqNT;
       constexpr int kSteps = BM / 16;
