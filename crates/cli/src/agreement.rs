@@ -72,6 +72,11 @@ impl Agreement {
         }
     }
 
+    /// The "vs atomic" cell of the `run` and `bench` tables: the worst distance, flagged past a tolerance.
+    pub fn table_cell(&self) -> String {
+        if self.ok { format!("{:.1e}", self.worst()) } else { format!("{:.1e} FAIL", self.worst()) }
+    }
+
     /// The largest of the distances, NaN if any is NaN.
     pub fn worst(&self) -> f64 {
         let all = [self.worst_tile_rel_l2_dq, self.rel_l2_dk, self.rel_l2_dv];
@@ -134,7 +139,7 @@ fn check_sizes(a: &[u8], b: &[u8]) -> Result<()> {
 
 /// ||a - b|| / ||b|| over two raw little-endian bf16 arrays of the same length, summed in f64. NaN when either
 /// holds a NaN or an infinity, or when b is all zeros and a is not.
-pub fn rel_l2_bf16(a: &[u8], b: &[u8]) -> Result<f64> {
+fn rel_l2_bf16(a: &[u8], b: &[u8]) -> Result<f64> {
     check_sizes(a, b)?;
     let (mut diff, mut norm) = (0.0f64, 0.0f64);
     for i in 0..a.len() / 2 {

@@ -8,10 +8,10 @@ use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
+use crate::agreement::Agreement;
 use crate::anchors::anchor;
 use crate::args::BenchArgs;
 use crate::commands::codegen::arch_of;
-use crate::commands::run::agreement_cell;
 use crate::exit::{CheckFailed, bad_input};
 use crate::gpu::{Device, find_nvcc, kernel_config, prebuild, probe_device};
 use crate::measure::{Measured, measure_setup};
@@ -160,7 +160,7 @@ fn bench_table(configs: &[ConfigResult]) -> String {
                 fmt(det),
                 fmt(atomic),
                 cost,
-                m.vs_nondeterministic.as_ref().map_or("-".into(), agreement_cell),
+                m.vs_nondeterministic.as_ref().map_or("-".into(), Agreement::table_cell),
                 if m.deterministic.repeatable { "yes".into() } else { "NO".into() },
                 m.deterministic.status.clone(),
                 a.map_or("-".into(), |a| format!("{:.0}", a.fa4_deterministic)),

@@ -6,7 +6,6 @@
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::agreement::Agreement;
 use crate::args::RunArgs;
 use crate::commands::codegen::arch_of;
 use crate::exit::CheckFailed;
@@ -106,11 +105,6 @@ pub fn run(args: RunArgs) -> Result<()> {
     Ok(())
 }
 
-/// The deterministic outputs' worst relative L2 distance from the atomic ones, flagged past the tolerance.
-pub fn agreement_cell(a: &Agreement) -> String {
-    if a.ok { format!("{:.1e}", a.worst()) } else { format!("{:.1e} FAIL", a.worst()) }
-}
-
 /// One row per schedule and variant: time, TFLOPS, worst relative error against the FP32 reference and (det
 /// rows) against the atomic variant, repeatability, and the ratios of measured and predicted time to naive's.
 pub fn results_table(measured: &[&Measured]) -> String {
@@ -134,7 +128,7 @@ pub fn results_table(measured: &[&Measured]) -> String {
                 r.tflops.total.map_or("-".into(), |t| format!("{t:.1}")),
                 if r.check.ran { format!("{err:.1e}") } else { "not run".into() },
                 match (&m.vs_nondeterministic, r.deterministic) {
-                    (Some(a), true) => agreement_cell(a),
+                    (Some(a), true) => a.table_cell(),
                     _ => "-".into(),
                 },
                 if !r.deterministic {
