@@ -3,13 +3,18 @@
 #
 # Renders the sources of head dim {64, 128} x mask {full, causal} x {det, nondet, trace} (tile sizes as the
 # analyzer picks them by default: 128x128 for head dim 64, 64x128 for head dim 128; EXTRA_VARIANTS adds
-# more, as "HD BM BN MASK DET" lines), compiles each for sm_80 and sm_90a with `-Xptxas -v`, and reads the
-# ptxas report of the backward main-loop kernel. Fails (exit 1) when that kernel spills in a variant that
-# kernels/spill-allowlist.txt does not list with a reason, or spills more than the listed bound.
+# more, as "HD BM BN MASK DET" lines) for both main loops: the portable one compiled for sm_80 and sm_90a, the
+# Hopper one (sm90_ variants) for sm_90a with the CUTLASS headers (kernels/fetch-cutlass.sh, or
+# $CUTLASS_INCLUDE). Every build runs with `-Xptxas -v`; the check reads the ptxas report of the backward
+# main-loop kernel and fails (exit 1) when it spills in a variant that kernels/spill-allowlist.txt does not
+# list with a reason, or spills more than the listed bound. Hopper builds must also contain HGMMA (a build
+# that fell back from wgmma fails); their report shows the highest register the SASS uses, since ptxas prints
+# only the 168 of the launch bound there (setmaxnreg raises the consumers' budget to 240). Needs cuobjdump on
+# PATH for that (.ci/run installs it from PyPI); without it (SKIP_SASS=1) the HGMMA check is skipped.
 #
-# Rendering goes through the codegen crate's `render` example until `dashc codegen` can render sources
-# alone. nvcc is taken from PATH, else from $CUDA_HOME/bin. Output: $OUT_DIR (default target/compile-check),
-# one folder per variant with the ptxas logs, and report.txt.
+# Rendering goes through the codegen crate's `render` example. nvcc is taken from PATH, else from
+# $CUDA_HOME/bin. Output: $OUT_DIR (default target/compile-check), one folder per variant with the ptxas
+# logs, and report.txt.
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -40,24 +45,33 @@ variants="64 128 128 full det
 128 64 128 causal trace
 ${EXTRA_VARIANTS:-}"
 
+cutlass="${CUTLASS_INCLUDE:-$("$root/kernels/fetch-cutlass.sh")}"
+if [[ "${SKIP_SASS:-0}" != 1 ]] && ! command -v cuobjdump >/dev/null 2>&1; then
+  echo "compile-check: cuobjdump not on PATH (pip install nvidia-cuda-cuobjdump, or SKIP_SASS=1)" >&2
+  exit 3
+fi
+
 mkdir -p "$out"
 (cd "$root" && cargo build --quiet -p codegen --example render)
 # The example lands in cargo's target directory, which CARGO_TARGET_DIR may move.
 target_dir="$(cd "$root" && cargo metadata --format-version 1 --no-deps | python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')"
 render="$target_dir/debug/examples/render"
 
-# Render every variant, then compile all (variant, arch) pairs in parallel.
+# Render every variant for both main loops, then compile all (variant, arch) pairs in parallel.
 pairs=()
 while read -r hd bm bn mask det; do
   [[ -z "${hd:-}" ]] && continue
   name="hd${hd}_m${bm}_n${bn}_${mask}_${det}"
-  "$render" "$out/$name" "$hd" "$bm" "$bn" "$mask" "$det"
-  pairs+=("$name 80" "$name 90a")
+  "$render" "$out/$name" "$hd" "$bm" "$bn" "$mask" "$det" sm80
+  "$render" "$out/sm90_$name" "$hd" "$bm" "$bn" "$mask" "$det" sm90
+  pairs+=("$name 80" "$name 90a" "sm90_$name 90a")
 done <<< "$variants"
 
 compile_one() {
-  local name="$1" arch="$2" dir="$3/$1"
-  if nvcc -std=c++17 -O3 -gencode=arch=compute_${arch},code=sm_${arch} -Xptxas -v -cubin \
+  local name="$1" arch="$2" dir="$3/$1" cutlass="$4"
+  local extra=()
+  [[ "$name" == sm90_* ]] && extra=(--expt-relaxed-constexpr "-I$cutlass")
+  if nvcc -std=c++17 -O3 "${extra[@]}" -gencode=arch=compute_${arch},code=sm_${arch} -Xptxas -v -cubin \
       -o "$dir/harness_sm${arch}.cubin" "$dir/harness.cu" > "$dir/ptxas_sm${arch}.log" 2>&1; then
     echo "ok" > "$dir/status_sm${arch}"
   else
@@ -65,7 +79,7 @@ compile_one() {
   fi
 }
 export -f compile_one
-printf '%s\n' "${pairs[@]}" | xargs -P "$jobs" -L 1 bash -c 'compile_one "$0" "$1" "'"$out"'"'
+printf '%s\n' "${pairs[@]}" | xargs -P "$jobs" -L 1 bash -c 'compile_one "$0" "$1" "'"$out"'" "'"$cutlass"'"'
 
 # Registers and spills of the main-loop kernel, from ptxas' report:
 #   ptxas info : Compiling entry function '_ZN5dashc15bwd_main_kernel...' for 'sm_90a'
@@ -87,19 +101,32 @@ allowed_bytes() {
   awk -v v="$1" -v a="$2" '!/^#/ && $1 == v && $2 == a && NF >= 4 { print $3; found = 1; exit } END { if (!found) print -1 }' "$allowlist"
 }
 
+# Hopper builds: HGMMA instructions and the highest register index of the main-loop kernel in the SASS.
+sass_stats() {
+  cuobjdump -sass "$1" | awk '
+    /Function :/ { on = ($3 ~ /bwd_main_kernel/) }
+    on && /HGMMA/ { h++ }
+    on { while (match($0, /R[0-9]+/)) { r = substr($0, RSTART + 1, RLENGTH - 1) + 0; if (r > m) m = r; $0 = substr($0, RSTART + RLENGTH) } }
+    END { print h + 0, m + 0 }'
+}
+
 fail=0
 report="$out/report.txt"
-printf '%-32s %-7s %5s %7s %7s  %s\n' variant arch regs spill_st spill_ld verdict > "$report"
+printf '%-38s %-7s %5s %7s %7s %6s %6s  %s\n' variant arch regs spill_st spill_ld hgmma max_R verdict > "$report"
 for pair in "${pairs[@]}"; do
   read -r name arch <<< "$pair"
   dir="$out/$name"
   arch_name="sm_${arch}"
   if [[ "$(cat "$dir/status_sm${arch}")" != ok ]]; then
-    printf '%-32s %-7s %5s %7s %7s  %s\n' "$name" "$arch_name" - - - "COMPILE FAILED (see $dir/ptxas_sm${arch}.log)" >> "$report"
+    printf '%-38s %-7s %5s %7s %7s %6s %6s  %s\n' "$name" "$arch_name" - - - - - "COMPILE FAILED (see $dir/ptxas_sm${arch}.log)" >> "$report"
     fail=1
     continue
   fi
   read -r regs st ld <<< "$(main_kernel_stats "$dir/ptxas_sm${arch}.log")"
+  hgmma=- maxr=-
+  if [[ "$name" == sm90_* && "${SKIP_SASS:-0}" != 1 ]]; then
+    read -r hgmma maxr <<< "$(sass_stats "$dir/harness_sm${arch}.cubin")"
+  fi
   verdict=ok
   if [[ "$regs" == "?" ]]; then
     verdict="NO REPORT for bwd_main_kernel"
@@ -116,7 +143,12 @@ for pair in "${pairs[@]}"; do
       verdict="spills, allowlisted (<= $limit bytes)"
     fi
   fi
-  printf '%-32s %-7s %5s %7s %7s  %s\n' "$name" "$arch_name" "$regs" "$st" "$ld" "$verdict" >> "$report"
+  if [[ "$hgmma" == 0 ]]; then
+    verdict="NO HGMMA (the wgmma path was not compiled)"
+    fail=1
+  fi
+  [[ "$maxr" != - ]] && maxr="R$maxr"
+  printf '%-38s %-7s %5s %7s %7s %6s %6s  %s\n' "$name" "$arch_name" "$regs" "$st" "$ld" "$hgmma" "$maxr" "$verdict" >> "$report"
 done
 cat "$report"
 exit "$fail"

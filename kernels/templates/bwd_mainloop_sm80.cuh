@@ -622,4 +622,20 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) bwd_main_kernel(const BwdPar
   trace_unit_stamp<Cfg>(p, 1);
 }
 
+// The host-side interface the harness drives, the same for both main loops.
+template <class Cfg>
+struct Sm80MainLoop {
+  static constexpr int kThreads = Cfg::kThreads;
+  static constexpr int kSmemBytes = Cfg::kSmemBytes;
+  // One CTA per unit: the portable loop runs the in-order launch only.
+  static constexpr bool kPersistent = false;
+  using Params = BwdParams;
+
+  static const void* kernel() { return reinterpret_cast<const void*>(&bwd_main_kernel<Cfg>); }
+  static Params prepare(const BwdParams& p) { return p; }
+  static void launch(const Params& p, int grid, cudaStream_t stream) {
+    bwd_main_kernel<Cfg><<<grid, kThreads, kSmemBytes, stream>>>(p);
+  }
+};
+
 }  // namespace dashc

@@ -10,8 +10,14 @@
 
 namespace dashc {
 
+// Which main loop this build runs: 0 the portable one (bwd_mainloop_sm80.cuh,
+// mma.sync), 1 the Hopper one (bwd_mainloop_sm90.cuh, wgmma and TMA, built for
+// sm_90a with the CUTLASS/CuTe headers). A preprocessor switch, because the
+// portable build must not include CuTe.
+#define DASHC_MAINLOOP_SM90 ${ sm90_main_loop }
+
 // Compile-time configuration. The kernels take these as template parameters
-// (see BwdConfig in bwd_mainloop_sm80.cuh); the harness checks the schedule file
+// (see BwdConfig in the main-loop headers); the harness checks the schedule file
 // against them and refuses a file made for another configuration.
 namespace config {
 constexpr int kHeadDim = ${ head_dim };

@@ -32,15 +32,26 @@
 
 #include "bwd_params.h"
 #include "schedule.cuh"
+#if DASHC_MAINLOOP_SM90
+#include "bwd_mainloop_sm90.cuh"
+#else
 #include "bwd_mainloop_sm80.cuh"
+#endif
 #include "bwd_preprocess.cuh"
 #include "bwd_postprocess.cuh"
 #include "fwd_reference.cuh"
 
 using namespace dashc;
 
-using Cfg = BwdConfig<config::kHeadDim, config::kBlockM, config::kBlockN, config::kIsCausal, config::kDeterministic,
-                      config::kTrace>;
+#if DASHC_MAINLOOP_SM90
+using MainLoop = sm90::MainLoop<sm90::BwdConfig<config::kHeadDim, config::kBlockM, config::kBlockN, config::kIsCausal,
+                                                config::kDeterministic, config::kTrace>>;
+static constexpr const char* kMainLoopName = "sm90";
+#else
+using MainLoop = Sm80MainLoop<BwdConfig<config::kHeadDim, config::kBlockM, config::kBlockN, config::kIsCausal,
+                                        config::kDeterministic, config::kTrace>>;
+static constexpr const char* kMainLoopName = "sm80";
+#endif
 
 static constexpr int kExitOk = 0, kExitCheckFailed = 1, kExitBadInput = 2, kExitNoGpu = 3;
 
@@ -70,6 +81,7 @@ struct ScheduleFile {
   std::string name;
   int batch = 0, heads = 0, kv_heads = 0, seqlen_q = 0, seqlen_k = 0, head_dim = 0, block_m = 0, block_n = 0;
   std::string mask;
+  int persistent_ctas = 0;  // 0: in-order launch (a CTA per unit); P > 0: persistent grid of P CTAs
   std::vector<UnitEntry> units;
   std::vector<VisitEntry> visits;
   bool kv_uncovered = false;  // some (bh, kv tile) has no visit: its dK/dV must be zeroed
@@ -81,14 +93,22 @@ static ScheduleFile read_schedule(const char* path) {
   ScheduleFile s;
   char word[256], mask[64], name[256];
   int version = 0;
-  if (std::fscanf(f, "%255s %d", word, &version) != 2 || std::strcmp(word, "dashc-schedule") != 0 || version != 1)
-    fail_input("schedule file does not start with 'dashc-schedule 1'", path);
+  if (std::fscanf(f, "%255s %d", word, &version) != 2 || std::strcmp(word, "dashc-schedule") != 0 || version != 2)
+    fail_input("schedule file does not start with 'dashc-schedule 2'", path);
   if (std::fscanf(f, " name %255s", name) != 1) fail_input("schedule file: missing 'name' line");
   s.name = name;
   if (std::fscanf(f, " problem %d %d %d %d %d %d %d %d %63s", &s.batch, &s.heads, &s.kv_heads, &s.seqlen_q,
                   &s.seqlen_k, &s.head_dim, &s.block_m, &s.block_n, mask) != 9)
     fail_input("schedule file: malformed 'problem' line");
   s.mask = mask;
+  char launch[64];
+  if (std::fscanf(f, " launch %63s", launch) != 1) fail_input("schedule file: missing 'launch' line");
+  if (std::strcmp(launch, "persistent") == 0) {
+    if (std::fscanf(f, "%d", &s.persistent_ctas) != 1 || s.persistent_ctas <= 0)
+      fail_input("schedule file: 'launch persistent' needs a CTA count");
+  } else if (std::strcmp(launch, "in-order") != 0) {
+    fail_input("schedule file: launch must be 'in-order' or 'persistent P'", launch);
+  }
   long long num_units = 0, num_visits = 0;
   if (std::fscanf(f, " counts %lld %lld", &num_units, &num_visits) != 2) fail_input("schedule file: malformed 'counts' line");
   if (s.batch <= 0 || s.heads <= 0 || s.seqlen_q <= 0 || s.seqlen_k <= 0) fail_input("schedule file: empty problem");
@@ -308,11 +328,12 @@ int main(int argc, char** argv) {
 
   const ScheduleFile sf = read_schedule(args.schedule);
   const std::string expected_mask = config::kIsCausal ? "causal" : "full";
-  if (sf.head_dim != Cfg::HEAD_DIM || sf.block_m != Cfg::BLOCK_M || sf.block_n != Cfg::BLOCK_N || sf.mask != expected_mask) {
+  if (sf.head_dim != config::kHeadDim || sf.block_m != config::kBlockM || sf.block_n != config::kBlockN ||
+      sf.mask != expected_mask) {
     char buf[256];
     std::snprintf(buf, sizeof buf, "file has head_dim=%d block_m=%d block_n=%d mask=%s, this build has %d %d %d %s",
-                  sf.head_dim, sf.block_m, sf.block_n, sf.mask.c_str(), Cfg::HEAD_DIM, Cfg::BLOCK_M, Cfg::BLOCK_N,
-                  expected_mask.c_str());
+                  sf.head_dim, sf.block_m, sf.block_n, sf.mask.c_str(), config::kHeadDim, config::kBlockM,
+                  config::kBlockN, expected_mask.c_str());
     fail_input("schedule was made for another configuration", buf);
   }
   if (sf.kv_heads != sf.heads) fail_input("grouped-query attention (kv_heads != heads) is not supported yet");
@@ -320,15 +341,23 @@ int main(int argc, char** argv) {
       (args.seqlen_q >= 0 && args.seqlen_q != sf.seqlen_q) || (args.seqlen_k >= 0 && args.seqlen_k != sf.seqlen_k))
     fail_input("shape options disagree with the schedule file");
 
-  const int B = sf.batch, H = sf.heads, SQ = sf.seqlen_q, SK = sf.seqlen_k, D = Cfg::HEAD_DIM;
+  const int B = sf.batch, H = sf.heads, SQ = sf.seqlen_q, SK = sf.seqlen_k, D = config::kHeadDim;
   const int BH = B * H;
-  const int m_tiles = (SQ + Cfg::BLOCK_M - 1) / Cfg::BLOCK_M;
-  const int n_tiles = (SK + Cfg::BLOCK_N - 1) / Cfg::BLOCK_N;
-  const int sq_pad = m_tiles * Cfg::BLOCK_M;
+  const int m_tiles = (SQ + config::kBlockM - 1) / config::kBlockM;
+  const int n_tiles = (SK + config::kBlockN - 1) / config::kBlockN;
+  const int sq_pad = m_tiles * config::kBlockM;
   const bool do_check = args.check == 1 || (args.check == -1 && std::max(SQ, SK) <= 4096);
 
   cudaDeviceProp prop;
   CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
+  if (sf.persistent_ctas > 0 && !MainLoop::kPersistent)
+    fail_input("the persistent launch needs the sm90 main loop; this build runs the portable one");
+  // Every CTA of a persistent grid must be resident at once (one per SM), or a
+  // CTA could wait for a rank owed by one that never starts.
+  if (sf.persistent_ctas > prop.multiProcessorCount)
+    fail_input("persistent grid larger than the GPU's SM count",
+               std::to_string(sf.persistent_ctas) + " > " + std::to_string(prop.multiProcessorCount));
+  const int grid = sf.persistent_ctas > 0 ? std::min<int>(sf.persistent_ctas, (int)sf.units.size()) : (int)sf.units.size();
 
   const size_t nq = (size_t)B * SQ * H * D, nk = (size_t)B * SK * H * D;
   __nv_bfloat16 *q = device_alloc<__nv_bfloat16>(nq), *k = device_alloc<__nv_bfloat16>(nk),
@@ -347,7 +376,7 @@ int main(int argc, char** argv) {
   CHECK_CUDA(cudaMemset(d_err, 0, sizeof(SpinError)));
   unsigned long long* d_trace = nullptr;
   if (config::kTrace) {
-    // 4 stamps per unit, then 4 per visit (layout: trace_stamp in bwd_mainloop_sm80.cuh).
+    // 4 stamps per unit, then 4 per visit (layout: docs/trace-format.md).
     d_trace = device_alloc<unsigned long long>((sf.units.size() + sf.visits.size()) * 4);
     CHECK_CUDA(cudaMemset(d_trace, 0, (sf.units.size() + sf.visits.size()) * 4 * sizeof(unsigned long long)));
   }
@@ -405,9 +434,11 @@ int main(int argc, char** argv) {
   p.spin_error = d_err;
   p.trace = d_trace;
 
-  CHECK_CUDA(cudaFuncSetAttribute(bwd_main_kernel<Cfg>, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kSmemBytes));
+  CHECK_CUDA(cudaFuncSetAttribute(MainLoop::kernel(), cudaFuncAttributeMaxDynamicSharedMemorySize, MainLoop::kSmemBytes));
   cudaFuncAttributes main_attr;
-  CHECK_CUDA(cudaFuncGetAttributes(&main_attr, bwd_main_kernel<Cfg>));
+  CHECK_CUDA(cudaFuncGetAttributes(&main_attr, MainLoop::kernel()));
+  // The TMA descriptors (Hopper main loop) are built once: they describe the buffers, not a run.
+  const MainLoop::Params main_params = MainLoop::prepare(p);
 
   cudaEvent_t ev0, ev1;
   CHECK_CUDA(cudaEventCreate(&ev0));
@@ -424,7 +455,7 @@ int main(int argc, char** argv) {
     CHECK_LAUNCH();
   };
   auto launch_main = [&]() {
-    bwd_main_kernel<Cfg><<<(unsigned)sf.units.size(), Cfg::kThreads, Cfg::kSmemBytes>>>(p);
+    MainLoop::launch(main_params, grid, 0);
     CHECK_LAUNCH();
   };
   auto launch_post = [&]() {
@@ -579,7 +610,7 @@ int main(int argc, char** argv) {
   std::string status = timed_out ? (spin.code == 2 ? "rank_overshoot" : "spin_timeout") : pass ? "ok" : "check_failed";
   std::printf(
       "{\"schema_version\":1,\"tool\":\"${ tool }\",\"status\":\"%s\",\"schedule\":\"%s\",\"variant\":\"%s\","
-      "\"device\":\"%s\",\"sm_count\":%d,"
+      "\"device\":\"%s\",\"sm_count\":%d,\"main_loop\":\"%s\",\"launch\":\"%s\",\"grid\":%d,"
       "\"shape\":{\"batch\":%d,\"heads\":%d,\"seqlen_q\":%d,\"seqlen_k\":%d,\"head_dim\":%d,\"block_m\":%d,"
       "\"block_n\":%d,\"mask\":\"%s\"},"
       "\"deterministic\":%s,\"units\":%zu,\"visits\":%zu,\"reps\":%d,"
@@ -589,8 +620,8 @@ int main(int argc, char** argv) {
       "\"finite\":%s,\"poison_ok\":%s,\"repeatable\":%s,\"repeat_runs\":%d,"
       "\"main_kernel\":{\"registers\":%d,\"local_bytes\":%zu,\"smem_bytes\":%d},"
       "\"spin_error\":{\"code\":%d,\"unit\":%d,\"bh\":%d,\"q_tile\":%d,\"wanted_rank\":%d,\"seen\":%d}}\n",
-      status.c_str(), sf.name.c_str(), config::kVariantName, prop.name, prop.multiProcessorCount, B, H, SQ, SK, D,
-      Cfg::BLOCK_M, Cfg::BLOCK_N, expected_mask.c_str(), config::kDeterministic ? "true" : "false", sf.units.size(),
+      status.c_str(), sf.name.c_str(), config::kVariantName, prop.name, prop.multiProcessorCount, kMainLoopName,
+      sf.persistent_ctas > 0 ? "persistent" : "in-order", grid, B, H, SQ, SK, D, config::kBlockM, config::kBlockN, expected_mask.c_str(), config::kDeterministic ? "true" : "false", sf.units.size(),
       sf.visits.size(), args.reps, json_num(ms_total).c_str(), json_num(ms_main).c_str(),
       json_num(t_total.empty() ? NAN : *std::min_element(t_total.begin(), t_total.end())).c_str(),
       json_num(t_main.empty() ? NAN : *std::min_element(t_main.begin(), t_main.end())).c_str(),
@@ -598,7 +629,7 @@ int main(int argc, char** argv) {
       do_check && !timed_out ? "true" : "false", json_num(e_dq.rel_l2).c_str(), json_num(e_dk.rel_l2).c_str(),
       json_num(e_dv.rel_l2).c_str(), tol, finite ? "true" : "false", poison_ok ? "true" : "false",
       repeatable ? "true" : "false", args.repeat_runs, main_attr.numRegs, main_attr.localSizeBytes,
-      Cfg::kSmemBytes, spin.code, spin.unit, spin.bh, spin.q_tile, spin.wanted_rank, spin.seen_value);
+      MainLoop::kSmemBytes, spin.code, spin.unit, spin.bh, spin.q_tile, spin.wanted_rank, spin.seen_value);
   if (timed_out) {
     std::fprintf(stderr,
                  "error: %s: unit %d waited on dQ tile (bh %d, q %d) for rank %d, semaphore stayed at %d\n",

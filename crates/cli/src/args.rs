@@ -318,10 +318,14 @@ pub struct ReportArgs {
     pub out: PathBuf,
 }
 
+/// The main loop to generate: `--arch sm80` (portable, `mma.sync`) or `--arch sm90` (Hopper: TMA, `wgmma`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ArchArg {
+    /// The portable main loop (mma.sync), built for sm_80 (and sm_90a by codegen, or on a Hopper GPU)
     Sm80,
-    Sm90a,
+    /// The Hopper main loop (TMA, wgmma, warp specialization), built for sm_90a; needs the CUTLASS headers
+    #[value(alias = "sm90a")]
+    Sm90,
 }
 
 #[derive(Debug, Args)]
@@ -334,9 +338,9 @@ pub struct CodegenArgs {
     /// Build the non-deterministic variant (atomic dQ adds, no semaphores)
     #[arg(long)]
     pub nondeterministic: bool,
-    /// Target architectures (comma-separated)
-    #[arg(long, value_enum, value_delimiter = ',', default_values_t = [ArchArg::Sm80, ArchArg::Sm90a])]
-    pub arch: Vec<ArchArg>,
+    /// Main loop: sm80 (portable; built for sm_80 and sm_90a) or sm90 (Hopper; sm_90a, CUTLASS headers)
+    #[arg(long, value_enum, default_value_t = ArchArg::Sm80)]
+    pub arch: ArchArg,
 }
 
 /// Options of the GPU runs shared by `run` and `bench`.
@@ -357,7 +361,7 @@ pub struct GpuArgs {
     /// Where generated programs are built (one folder per kernel configuration, reused when unchanged)
     #[arg(long, default_value = "target/dashc-run", value_name = "DIR")]
     pub work_dir: PathBuf,
-    /// Architecture to build for (default: the GPU's; sm_90a on Hopper)
+    /// Main loop: sm80 (portable) or sm90 (Hopper: TMA, wgmma); default sm90 on a Hopper GPU, else sm80
     #[arg(long, value_enum)]
     pub arch: Option<ArchArg>,
 }

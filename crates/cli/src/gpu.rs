@@ -8,9 +8,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{Context, Result};
-use codegen::{Arch, Generated, KernelConfig};
+use codegen::{Arch, BuildEnv, Generated, KernelConfig, MainLoop};
 use serde::{Deserialize, Serialize};
 
+use crate::args::ArchArg;
 use crate::exit::{CheckFailed, Unavailable, bad_input};
 
 /// The CUDA compiler: `nvcc` on PATH, else `$CUDA_HOME/bin/nvcc`.
@@ -44,10 +45,89 @@ pub struct Device {
 }
 
 impl Device {
-    /// The architecture to build for on this device: sm_90a on Hopper, sm_80 otherwise.
-    pub fn arch(&self) -> Arch {
-        if self.compute_cap.starts_with("9.") { Arch::Sm90a } else { Arch::Sm80 }
+    /// A Hopper GPU (compute capability 9.x): the sm90 main loop and sm_90a builds run on it.
+    pub fn is_hopper(&self) -> bool {
+        self.compute_cap.starts_with("9.")
     }
+
+    /// The architecture the portable main loop is built for on this device: sm_90a on Hopper, sm_80 otherwise.
+    pub fn arch(&self) -> Arch {
+        if self.is_hopper() { Arch::Sm90a } else { Arch::Sm80 }
+    }
+}
+
+/// What the generated programs are built as: the main loop, its targets, and where its extra headers are.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    pub main_loop: MainLoop,
+    pub archs: Vec<Arch>,
+    pub env: BuildEnv,
+}
+
+impl Target {
+    /// The target of a GPU command on `device`: `--arch`, else the sm90 main loop on Hopper and the portable one
+    /// elsewhere. The sm90 main loop on another GPU, or without the CUTLASS headers, is unavailable (exit 3).
+    pub fn for_device(arch: Option<ArchArg>, device: &Device) -> Result<Target> {
+        let main_loop = match arch {
+            Some(ArchArg::Sm80) => MainLoop::Sm80,
+            Some(ArchArg::Sm90) => MainLoop::Sm90,
+            None if device.is_hopper() => MainLoop::Sm90,
+            None => MainLoop::Sm80,
+        };
+        match main_loop {
+            MainLoop::Sm80 => Ok(Target { main_loop, archs: vec![device.arch()], env: BuildEnv::default() }),
+            MainLoop::Sm90 => {
+                if !device.is_hopper() {
+                    return Err(anyhow::Error::new(Unavailable(format!(
+                        "the sm90 main loop needs a Hopper GPU (compute capability 9.0); {} is {}; use --arch sm80",
+                        device.name, device.compute_cap
+                    ))));
+                }
+                Target::sm90()
+            }
+        }
+    }
+
+    /// The target of `dashc codegen` (no GPU to ask): the portable loop for sm_80 and sm_90a, or the sm90 loop.
+    pub fn for_codegen(arch: ArchArg) -> Result<Target> {
+        match arch {
+            ArchArg::Sm80 => {
+                Ok(Target { main_loop: MainLoop::Sm80, archs: vec![Arch::Sm80, Arch::Sm90a], env: BuildEnv::default() })
+            }
+            ArchArg::Sm90 => Target::sm90(),
+        }
+    }
+
+    fn sm90() -> Result<Target> {
+        let include = find_cutlass()?;
+        Ok(Target {
+            main_loop: MainLoop::Sm90,
+            archs: vec![Arch::Sm90a],
+            env: BuildEnv { cutlass_include: Some(include.to_string_lossy().into_owned()) },
+        })
+    }
+
+    /// "sm90 (sm_90a)", for reports.
+    pub fn describe(&self) -> String {
+        let archs: Vec<&str> = self.archs.iter().map(|a| a.name()).collect();
+        format!("{} ({})", self.main_loop.name(), archs.join(", "))
+    }
+}
+
+/// The CUTLASS/CuTe headers the sm90 main loop includes: `$CUTLASS_INCLUDE`, else the copy that
+/// `kernels/fetch-cutlass.sh` unpacks under `target/cutlass/` of the working directory. Absolute, since the
+/// build runs in another folder. Missing headers are `Unavailable` (exit code 3).
+pub fn find_cutlass() -> Result<PathBuf> {
+    let candidates: Vec<PathBuf> = match env::var_os("CUTLASS_INCLUDE") {
+        Some(dir) => vec![PathBuf::from(dir)],
+        None => vec![PathBuf::from("target/cutlass/cutlass_library/source/include")],
+    };
+    for dir in candidates {
+        if dir.join("cute").join("tensor.hpp").is_file() && dir.join("cutlass").is_dir() {
+            return std::path::absolute(&dir).with_context(|| format!("resolving {}", dir.display()));
+        }
+    }
+    Err(anyhow::Error::new(Unavailable(codegen::CodegenError::MissingCutlass.to_string())))
 }
 
 /// Probes the first GPU; no driver or no GPU is `Unavailable` (exit code 3).
@@ -91,7 +171,7 @@ pub fn build_dir(work_dir: &Path, config: &KernelConfig) -> PathBuf {
 
 /// Renders and builds every configuration at once, one nvcc process each (a build takes tens of seconds and
 /// uses one core), so that the runs that follow find their binaries ready.
-pub fn prebuild(nvcc: &Path, work_dir: &Path, configs: &[KernelConfig]) -> Result<()> {
+pub fn prebuild(nvcc: &Path, work_dir: &Path, configs: &[KernelConfig], env: &BuildEnv) -> Result<()> {
     let templates = codegen::Templates::embedded();
     let jobs: Vec<(PathBuf, Generated)> = configs
         .iter()
@@ -100,7 +180,7 @@ pub fn prebuild(nvcc: &Path, work_dir: &Path, configs: &[KernelConfig]) -> Resul
                 .map_err(|e| bad_input(e.to_string()))?;
             let generated = Generated {
                 files,
-                nvcc: codegen::nvcc_command(config),
+                nvcc: codegen::nvcc_command(config, env).map_err(|e| bad_input(e.to_string()))?,
                 binary: codegen::BINARY.to_string(),
                 schedule_file: codegen::SCHEDULE_FILE.to_string(),
             };
@@ -301,9 +381,11 @@ pub fn kernel_config(
     problem: &dag_model::Problem,
     mask: &dag_model::Mask,
     deterministic: bool,
-    arch: Arch,
+    target: &Target,
 ) -> Result<KernelConfig> {
-    let mut config = KernelConfig::for_problem(problem, mask, deterministic).map_err(|e| bad_input(e.to_string()))?;
-    config.archs = vec![arch];
+    let mut config = KernelConfig::for_problem(problem, mask, deterministic, target.main_loop)
+        .map_err(|e| bad_input(e.to_string()))?;
+    config.archs = target.archs.clone();
+    config.check().map_err(|e| bad_input(e.to_string()))?;
     Ok(config)
 }

@@ -5,14 +5,14 @@ use std::fs;
 use std::path::Path;
 
 use anyhow::Result;
-use codegen::{Arch, CodegenError, Generated, KernelConfig, Templates, generate};
+use codegen::{CodegenError, Generated, KernelConfig, Templates, generate};
 use serde::Serialize;
 
 use crate::agreement::{Agreement, DUMPED_OUTPUTS, DqShape, compare_dumps};
 use crate::args::GpuArgs;
 use crate::exit::bad_input;
 use crate::gpu::{
-    HarnessOptions, HarnessResult, build, build_dir, kernel_config, prebuild, run_harness, write_generated,
+    HarnessOptions, HarnessResult, Target, build, build_dir, kernel_config, prebuild, run_harness, write_generated,
 };
 use crate::setup::{Outcome, Setup};
 
@@ -42,22 +42,22 @@ impl Measured {
 pub fn measure_setup(
     setup: &Setup,
     gpu: &GpuArgs,
-    arch: Arch,
+    target: &Target,
     nvcc: &Path,
     with_nondeterministic: bool,
 ) -> Result<Vec<Outcome<Measured>>> {
     let templates = Templates::embedded();
-    let det_config = kernel_config(&setup.problem, &setup.mask, true, arch)?;
-    let nondet_config = kernel_config(&setup.problem, &setup.mask, false, arch)?;
+    let det_config = kernel_config(&setup.problem, &setup.mask, true, target)?;
+    let nondet_config = kernel_config(&setup.problem, &setup.mask, false, target)?;
     let mut configs = vec![det_config.clone()];
     if with_nondeterministic {
         configs.push(nondet_config.clone());
     }
-    prebuild(nvcc, &gpu.work_dir, &configs)?;
+    prebuild(nvcc, &gpu.work_dir, &configs, &target.env)?;
     // Predict and generate on the CPU in parallel; keep only the prediction and the generated files.
     let prepared = setup.evaluate_each(false, |e| {
-        let det = generate(&e.schedule, &det_config, &templates);
-        let nondet = with_nondeterministic.then(|| generate(&e.schedule, &nondet_config, &templates));
+        let det = generate(&e.schedule, &det_config, &templates, &target.env);
+        let nondet = with_nondeterministic.then(|| generate(&e.schedule, &nondet_config, &templates, &target.env));
         (e.schedule.name().to_string(), e.makespan(), det, nondet)
     })?;
     let opts = HarnessOptions {

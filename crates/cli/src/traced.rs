@@ -5,17 +5,17 @@
 use std::path::Path;
 
 use anyhow::Result;
-use codegen::{Arch, KernelConfig, Templates, generate};
+use codegen::{KernelConfig, Templates, generate};
 use schedulers::Schedule;
 
 use crate::args::GpuArgs;
 use crate::exit::{CheckFailed, bad_input};
-use crate::gpu::{HarnessOptions, HarnessResult, build, kernel_config, run_harness, write_generated};
+use crate::gpu::{HarnessOptions, HarnessResult, Target, build, kernel_config, run_harness, write_generated};
 use crate::trace::{self, Trace};
 
 /// The trace build of a schedule's problem and mask.
-pub fn trace_config(schedule: &Schedule, arch: Arch) -> Result<KernelConfig> {
-    let mut config = kernel_config(schedule.problem(), schedule.mask(), true, arch)?;
+pub fn trace_config(schedule: &Schedule, target: &Target) -> Result<KernelConfig> {
+    let mut config = kernel_config(schedule.problem(), schedule.mask(), true, target)?;
     config.trace = true;
     Ok(config)
 }
@@ -31,13 +31,14 @@ pub struct TracedRun {
 pub fn run_traced(
     schedule: &Schedule,
     gpu: &GpuArgs,
-    arch: Arch,
+    target: &Target,
     nvcc: &Path,
     raw_path: &Path,
     keep: bool,
 ) -> Result<TracedRun> {
-    let config = trace_config(schedule, arch)?;
-    let generated = generate(schedule, &config, &Templates::embedded()).map_err(|e| bad_input(e.to_string()))?;
+    let config = trace_config(schedule, target)?;
+    let generated =
+        generate(schedule, &config, &Templates::embedded(), &target.env).map_err(|e| bad_input(e.to_string()))?;
     let dir = crate::gpu::build_dir(&gpu.work_dir, &config);
     write_generated(&dir, &generated)?;
     build(nvcc, &dir, &generated)?;

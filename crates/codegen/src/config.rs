@@ -29,6 +29,26 @@ impl KernelMask {
     }
 }
 
+/// Which backward main loop the program runs. The schedule machinery (schedule data, dQ semaphores,
+/// pre/post-processing, harness) is the same for both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum MainLoop {
+    /// The portable path: `mma.sync`, `ldmatrix`, `cp.async` (`bwd_mainloop_sm80.cuh`); runs on sm_80 and later.
+    Sm80,
+    /// The Hopper path: TMA, `wgmma`, warp specialization and a dQ writer warp (`bwd_mainloop_sm90.cuh`);
+    /// sm_90a only, built with the CUTLASS/CuTe headers. Runs the in-order and the persistent launch.
+    Sm90,
+}
+
+impl MainLoop {
+    pub fn name(self) -> &'static str {
+        match self {
+            MainLoop::Sm80 => "sm80",
+            MainLoop::Sm90 => "sm90",
+        }
+    }
+}
+
 /// A GPU architecture the program is compiled for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Arch {
@@ -74,13 +94,25 @@ pub struct KernelConfig {
     pub deterministic: bool,
     /// Per-visit timestamps (a hook for measured Gantt charts); off for timing runs.
     pub trace: bool,
-    /// Targets, each gets one `-gencode`; the order is kept.
+    /// The main loop: portable or Hopper.
+    pub main_loop: MainLoop,
+    /// Targets, each gets one `-gencode`; the order is kept. The Hopper main loop builds for sm_90a alone.
     pub archs: Vec<Arch>,
 }
 
 impl KernelConfig {
-    /// The configuration a schedule's problem and mask call for, on both architectures.
-    pub fn for_problem(problem: &Problem, mask: &Mask, deterministic: bool) -> Result<Self, CodegenError> {
+    /// The configuration a schedule's problem and mask call for, with the given main loop: the portable one
+    /// built for both architectures, the Hopper one for sm_90a.
+    pub fn for_problem(
+        problem: &Problem,
+        mask: &Mask,
+        deterministic: bool,
+        main_loop: MainLoop,
+    ) -> Result<Self, CodegenError> {
+        let archs = match main_loop {
+            MainLoop::Sm80 => vec![Arch::Sm80, Arch::Sm90a],
+            MainLoop::Sm90 => vec![Arch::Sm90a],
+        };
         let config = KernelConfig {
             head_dim: problem.head_dim(),
             block_m: problem.block_m(),
@@ -88,7 +120,8 @@ impl KernelConfig {
             mask: KernelMask::of(mask)?,
             deterministic,
             trace: false,
-            archs: vec![Arch::Sm80, Arch::Sm90a],
+            main_loop,
+            archs,
         };
         config.check()?;
         Ok(config)
@@ -104,6 +137,15 @@ impl KernelConfig {
         }
         if self.archs.is_empty() {
             return Err(CodegenError::NoArch);
+        }
+        if self.main_loop == MainLoop::Sm90 {
+            if self.archs != [Arch::Sm90a] {
+                return Err(CodegenError::Sm90Arch);
+            }
+            // The two consumer warpgroups split the 128 KV rows of dK/dV.
+            if self.block_n != 128 {
+                return Err(CodegenError::UnsupportedTile { block_m: self.block_m, block_n: self.block_n });
+            }
         }
         let needed = self.smem_bytes();
         for &arch in &self.archs {
@@ -121,19 +163,30 @@ impl KernelConfig {
         Ok(())
     }
 
-    /// Dynamic shared memory of the main kernel; mirrors `BwdConfig::kSmemBytes` in the template:
+    /// Dynamic shared memory of the main kernel. Portable loop: mirrors `BwdConfig::kSmemBytes` in its template:
     /// K and V tiles, two stages of Q and dO, P and dS (all bf16), two stages of LSE and D, the schedule
-    /// reader's ring of 4 visit entries and two flags (48 bytes with padding).
+    /// reader's ring of 4 visit entries and two flags (48 bytes with padding). Hopper loop: `SharedStorage` in its
+    /// template plus the 1 KiB of alignment slack: the same tiles, the FP32 dQ staging tile, LSE and D, and under
+    /// 256 bytes of visit slots and mbarriers.
     pub fn smem_bytes(&self) -> u32 {
         let (d, bm, bn) = (self.head_dim, self.block_m, self.block_n);
         let bf16_elems = 2 * bn * d + 4 * bm * d + 2 * bm * bn;
-        bf16_elems * 2 + 4 * bm * 4 + 48
+        match self.main_loop {
+            MainLoop::Sm80 => bf16_elems * 2 + 4 * bm * 4 + 48,
+            MainLoop::Sm90 => {
+                // The struct is 1 KiB aligned, so its size rounds up to a multiple of 1 KiB.
+                let small = (4 * bm * 4 + 256).div_ceil(1024) * 1024;
+                bf16_elems * 2 + bm * d * 4 + small + 1024
+            }
+        }
     }
 
-    /// A short name such as `hd128_m64_n128_full_det`, used in file headers and reports.
+    /// A short name such as `hd128_m64_n128_full_det` (portable loop) or `sm90_hd128_m64_n128_full_det`, used
+    /// in file headers and reports.
     pub fn variant_name(&self) -> String {
         format!(
-            "hd{}_m{}_n{}_{}_{}",
+            "{}hd{}_m{}_n{}_{}_{}",
+            if self.main_loop == MainLoop::Sm90 { "sm90_" } else { "" },
             self.head_dim,
             self.block_m,
             self.block_n,

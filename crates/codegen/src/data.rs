@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use schedulers::Schedule;
+use schedulers::{LaunchPolicy, Schedule};
 
 use crate::{CodegenError, KernelMask};
 
@@ -24,7 +24,16 @@ pub struct DataUnit {
     pub visits: Vec<DataVisit>,
 }
 
-/// Everything the schedule file carries: a name, the problem it was made for, and the units.
+/// How the harness launches the units: what the analyzer validated the schedule for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DataLaunch {
+    /// One CTA per unit, in launch order.
+    InOrder,
+    /// A grid of `ctas` CTAs (the analyzer's P); CTA p runs units p, p + P, p + 2P, ...
+    Persistent { ctas: u32 },
+}
+
+/// Everything the schedule file carries: a name, the problem it was made for, the launch, and the units.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ScheduleData {
     pub name: String,
@@ -37,6 +46,7 @@ pub struct ScheduleData {
     pub block_m: u32,
     pub block_n: u32,
     pub mask: KernelMask,
+    pub launch: DataLaunch,
     pub units: Vec<DataUnit>,
 }
 
@@ -72,6 +82,11 @@ impl ScheduleData {
                 Ok(DataUnit { bh: u.bh, visits })
             })
             .collect::<Result<Vec<_>, CodegenError>>()?;
+        let machine = schedule.machine();
+        let launch = match machine.launch {
+            LaunchPolicy::InOrder => DataLaunch::InOrder,
+            LaunchPolicy::Persistent => DataLaunch::Persistent { ctas: machine.sms },
+        };
         Ok(ScheduleData {
             name: schedule.name().to_string(),
             batch: p.batch(),
@@ -83,6 +98,7 @@ impl ScheduleData {
             block_m: p.block_m(),
             block_n: p.block_n(),
             mask,
+            launch,
             units,
         })
     }
@@ -95,7 +111,7 @@ impl ScheduleData {
     pub fn to_text(&self) -> String {
         let mut s = String::with_capacity(32 + self.num_visits() * 12);
         // Writing into a String cannot fail.
-        let _ = writeln!(s, "dashc-schedule 1");
+        let _ = writeln!(s, "dashc-schedule 2");
         let _ = writeln!(s, "name {}", self.name.replace(char::is_whitespace, "_"));
         let _ = writeln!(
             s,
@@ -110,6 +126,12 @@ impl ScheduleData {
             self.block_n,
             self.mask.name()
         );
+        match self.launch {
+            DataLaunch::InOrder => s.push_str("launch in-order\n"),
+            DataLaunch::Persistent { ctas } => {
+                let _ = writeln!(s, "launch persistent {ctas}");
+            }
+        }
         let _ = writeln!(s, "counts {} {}", self.units.len(), self.num_visits());
         for u in &self.units {
             let _ = writeln!(s, "u {} {}", u.bh, u.visits.len());
@@ -134,8 +156,8 @@ impl ScheduleData {
         };
 
         let (n, l) = next("the magic line")?;
-        if l != "dashc-schedule 1" {
-            return Err(err(n, format!("expected 'dashc-schedule 1', found '{l}'")));
+        if l != "dashc-schedule 2" {
+            return Err(err(n, format!("expected 'dashc-schedule 2', found '{l}'")));
         }
         let (n, l) = next("the name line")?;
         let name = l.strip_prefix("name ").ok_or_else(|| err(n, "expected 'name NAME'".into()))?.to_string();
@@ -149,6 +171,16 @@ impl ScheduleData {
             "full" => KernelMask::Full,
             "causal" => KernelMask::Causal,
             other => return Err(err(n, format!("unknown mask '{other}'"))),
+        };
+        let (n, l) = next("the launch line")?;
+        let f: Vec<&str> = l.split_whitespace().collect();
+        let launch = match f.as_slice() {
+            ["launch", "in-order"] => DataLaunch::InOrder,
+            ["launch", "persistent", p] => match p.parse::<u32>() {
+                Ok(ctas) if ctas > 0 => DataLaunch::Persistent { ctas },
+                _ => return Err(err(n, format!("'{p}' is not a CTA count"))),
+            },
+            _ => return Err(err(n, "expected 'launch in-order' or 'launch persistent P'".into())),
         };
         let (n, l) = next("the counts line")?;
         let f: Vec<&str> = l.split_whitespace().collect();
@@ -191,6 +223,7 @@ impl ScheduleData {
             block_m: v[6],
             block_n: v[7],
             mask,
+            launch,
             units,
         };
         if data.num_visits() != counts[1] as usize {

@@ -3,7 +3,7 @@ use thiserror::Error;
 /// Why sources or schedule data cannot be generated (or a schedule file cannot be read back).
 #[derive(Debug, Error)]
 pub enum CodegenError {
-    #[error("head dim {head_dim} is not supported by the sm80 kernel (supported: 64, 128)")]
+    #[error("head dim {head_dim} is not supported by the generated kernels (supported: 64, 128)")]
     UnsupportedHeadDim { head_dim: u32 },
     #[error("tile {block_m} x {block_n} is not supported (block_m and block_n must each be 64 or 128)")]
     UnsupportedTile { block_m: u32, block_n: u32 },
@@ -17,6 +17,15 @@ pub enum CodegenError {
     GroupedQuery { heads: u32, kv_heads: u32 },
     #[error("no target architecture given")]
     NoArch,
+    #[error("the sm90 main loop builds for sm_90a alone")]
+    Sm90Arch,
+    #[error("the persistent launch runs on the sm90 main loop only (the portable one launches a CTA per unit)")]
+    PersistentNeedsSm90,
+    #[error(
+        "the sm90 main loop needs the CUTLASS/CuTe headers: set CUTLASS_INCLUDE to a folder holding cute/ and \
+         cutlass/, or run kernels/fetch-cutlass.sh"
+    )]
+    MissingCutlass,
     #[error("the schedule's {field} is {schedule}, but the kernel configuration has {config}")]
     ConfigMismatch { field: &'static str, schedule: String, config: String },
     #[error("{what} {value} does not fit the schedule file's 16-bit field (limit {limit})")]

@@ -3,7 +3,7 @@ use std::fmt;
 use minijinja::context;
 use schedulers::Schedule;
 
-use crate::{CodegenError, KernelConfig, ScheduleData, TEMPLATE_NAMES, TOOL_VERSION, Templates};
+use crate::{CodegenError, DataLaunch, KernelConfig, MainLoop, ScheduleData, TEMPLATE_NAMES, TOOL_VERSION, Templates};
 
 /// Name of the schedule data file among the generated files.
 pub const SCHEDULE_FILE: &str = "schedule.txt";
@@ -54,13 +54,26 @@ pub struct Generated {
     pub schedule_file: String,
 }
 
+/// Where the machine that builds the program keeps what the sources include beyond the CUDA toolkit.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BuildEnv {
+    /// The folder holding `cute/` and `cutlass/` (CUTLASS 4.2 headers); the sm90 main loop needs it.
+    pub cutlass_include: Option<String>,
+}
+
 /// The nvcc command for a configuration: C++17, -O3, line info for profilers, one `-gencode` per target,
-/// and `-Xptxas -v` so that the build log reports registers and spills of every kernel.
-pub fn nvcc_command(config: &KernelConfig) -> NvccCommand {
+/// and `-Xptxas -v` so that the build log reports registers and spills of every kernel. The sm90 main loop
+/// adds the CUTLASS include folder and the relaxed-constexpr flag CuTe needs.
+pub fn nvcc_command(config: &KernelConfig, env: &BuildEnv) -> Result<NvccCommand, CodegenError> {
     let mut args: Vec<String> = ["-std=c++17", "-O3", "-lineinfo"].iter().map(|s| s.to_string()).collect();
+    if config.main_loop == MainLoop::Sm90 {
+        let include = env.cutlass_include.as_deref().ok_or(CodegenError::MissingCutlass)?;
+        args.push("--expt-relaxed-constexpr".to_string());
+        args.push(format!("-I{include}"));
+    }
     args.extend(config.archs.iter().map(|a| a.gencode().to_string()));
     args.extend(["-Xptxas", "-v", "-o", BINARY, "harness.cu"].iter().map(|s| s.to_string()));
-    NvccCommand { program: "nvcc".to_string(), args }
+    Ok(NvccCommand { program: "nvcc".to_string(), args })
 }
 
 /// Renders the CUDA sources of one configuration. They do not depend on any schedule: the same build runs
@@ -86,6 +99,8 @@ pub fn render_sources(
         is_causal => cpp_bool(config.mask == crate::KernelMask::Causal),
         deterministic => cpp_bool(config.deterministic),
         trace => cpp_bool(config.trace),
+        // A preprocessor value (0 or 1): it selects which main-loop header the harness includes.
+        sm90_main_loop => u8::from(config.main_loop == MainLoop::Sm90),
         variant_name => config.variant_name(),
     };
     TEMPLATE_NAMES
@@ -95,7 +110,12 @@ pub fn render_sources(
 }
 
 /// Generates the program for a validated schedule: sources, the schedule data file and the build command.
-pub fn generate(schedule: &Schedule, config: &KernelConfig, templates: &Templates) -> Result<Generated, CodegenError> {
+pub fn generate(
+    schedule: &Schedule,
+    config: &KernelConfig,
+    templates: &Templates,
+    env: &BuildEnv,
+) -> Result<Generated, CodegenError> {
     let p = schedule.problem();
     if p.kv_heads() != p.heads() {
         return Err(CodegenError::GroupedQuery { heads: p.heads(), kv_heads: p.kv_heads() });
@@ -122,13 +142,16 @@ pub fn generate(schedule: &Schedule, config: &KernelConfig, templates: &Template
             config: config.mask.name().to_string(),
         });
     }
+    if matches!(data.launch, DataLaunch::Persistent { .. }) && config.main_loop != MainLoop::Sm90 {
+        return Err(CodegenError::PersistentNeedsSm90);
+    }
     // The sources depend on the configuration only (the schedule is data the program reads), so their header
     // names the configuration and not the schedule: every schedule of a configuration shares one build.
     let mut files = render_sources(config, templates, &Provenance::default())?;
     files.push(GeneratedFile { path: SCHEDULE_FILE.to_string(), contents: data.to_text() });
     Ok(Generated {
         files,
-        nvcc: nvcc_command(config),
+        nvcc: nvcc_command(config, env)?,
         binary: BINARY.to_string(),
         schedule_file: SCHEDULE_FILE.to_string(),
     })

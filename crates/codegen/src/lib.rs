@@ -1,5 +1,6 @@
 //! Turns a validated schedule and a kernel configuration into the sources of a self-checking CUDA program:
-//! the attention backward (portable `mma.sync` path), its pre/post-processing, a reference forward and
+//! the attention backward (the portable `mma.sync` main loop, or the Hopper one: TMA, `wgmma`, warp
+//! specialization), its pre/post-processing, a reference forward and
 //! backward, a host harness, the schedule as a data file the kernel reads at run time, and the exact nvcc
 //! command that builds it.
 //!
@@ -18,11 +19,12 @@ mod error;
 mod generate;
 mod templates;
 
-pub use config::{Arch, KernelConfig, KernelMask};
-pub use data::{DataUnit, DataVisit, ScheduleData};
+pub use config::{Arch, KernelConfig, KernelMask, MainLoop};
+pub use data::{DataLaunch, DataUnit, DataVisit, ScheduleData};
 pub use error::CodegenError;
 pub use generate::{
-    BINARY, Generated, GeneratedFile, NvccCommand, Provenance, SCHEDULE_FILE, generate, nvcc_command, render_sources,
+    BINARY, BuildEnv, Generated, GeneratedFile, NvccCommand, Provenance, SCHEDULE_FILE, generate, nvcc_command,
+    render_sources,
 };
 pub use templates::{TEMPLATE_NAMES, Templates};
 

@@ -7,11 +7,12 @@ use crate::CodegenError;
 
 /// The template files of a generated program, in the order they are emitted. Each renders to a file of the
 /// same name.
-pub const TEMPLATE_NAMES: [&str; 8] = [
+pub const TEMPLATE_NAMES: [&str; 9] = [
     "bwd_params.h",
     "schedule.cuh",
     "dq_semaphore.cuh",
     "bwd_mainloop_sm80.cuh",
+    "bwd_mainloop_sm90.cuh",
     "bwd_preprocess.cuh",
     "bwd_postprocess.cuh",
     "fwd_reference.cuh",
@@ -19,11 +20,12 @@ pub const TEMPLATE_NAMES: [&str; 8] = [
 ];
 
 /// The embedded copies of `kernels/templates/`.
-const EMBEDDED: [(&str, &str); 8] = [
+const EMBEDDED: [(&str, &str); 9] = [
     ("bwd_params.h", include_str!("../../../kernels/templates/bwd_params.h")),
     ("schedule.cuh", include_str!("../../../kernels/templates/schedule.cuh")),
     ("dq_semaphore.cuh", include_str!("../../../kernels/templates/dq_semaphore.cuh")),
     ("bwd_mainloop_sm80.cuh", include_str!("../../../kernels/templates/bwd_mainloop_sm80.cuh")),
+    ("bwd_mainloop_sm90.cuh", include_str!("../../../kernels/templates/bwd_mainloop_sm90.cuh")),
     ("bwd_preprocess.cuh", include_str!("../../../kernels/templates/bwd_preprocess.cuh")),
     ("bwd_postprocess.cuh", include_str!("../../../kernels/templates/bwd_postprocess.cuh")),
     ("fwd_reference.cuh", include_str!("../../../kernels/templates/fwd_reference.cuh")),

@@ -11,9 +11,8 @@ use serde::Serialize;
 use crate::agreement::Agreement;
 use crate::anchors::anchor;
 use crate::args::BenchArgs;
-use crate::commands::codegen::arch_of;
 use crate::exit::{CheckFailed, bad_input};
-use crate::gpu::{Device, find_nvcc, kernel_config, prebuild, probe_device};
+use crate::gpu::{Device, Target, find_nvcc, kernel_config, prebuild, probe_device};
 use crate::measure::{Measured, measure_setup};
 use crate::output::{SCHEMA_VERSION, table, write_file};
 use crate::setup::{Outcome, Setup};
@@ -37,7 +36,7 @@ struct BenchJson<'a> {
     date: String,
     commit: String,
     device: &'a Device,
-    arch: &'static str,
+    arch: String,
     configs: Vec<ConfigResult>,
 }
 
@@ -51,20 +50,20 @@ pub fn run(args: BenchArgs) -> Result<()> {
     let configs: Vec<(Config, Setup)> = plan.configs.iter().map(|c| Ok((*c, plan.setup(c)?))).collect::<Result<_>>()?;
     let nvcc = find_nvcc()?;
     let device = probe_device()?;
-    let arch = args.gpu.arch.map(arch_of).unwrap_or(device.arch());
+    let target = Target::for_device(args.gpu.arch, &device)?;
     std::fs::create_dir_all(&args.out).map_err(|e| bad_input(format!("cannot create {}: {e}", args.out.display())))?;
     // Build every kernel variant up front, in parallel.
     let mut kernel_configs = Vec::new();
     for (_, setup) in &configs {
         for det in [true, false] {
-            let c = kernel_config(&setup.problem, &setup.mask, det, arch)?;
+            let c = kernel_config(&setup.problem, &setup.mask, det, &target)?;
             if !kernel_configs.contains(&c) {
                 kernel_configs.push(c);
             }
         }
     }
     eprintln!("bench: building {} kernel variants", kernel_configs.len());
-    prebuild(&nvcc, &args.gpu.work_dir, &kernel_configs)?;
+    prebuild(&nvcc, &args.gpu.work_dir, &kernel_configs, &target.env)?;
 
     let bar = if std::io::stderr().is_terminal() {
         let bar = ProgressBar::new(configs.len() as u64);
@@ -80,7 +79,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
         if bar.is_hidden() {
             eprintln!("bench: {label}");
         }
-        let outcomes = measure_setup(setup, &args.gpu, arch, &nvcc, true).with_context(|| label.clone())?;
+        let outcomes = measure_setup(setup, &args.gpu, &target, &nvcc, true).with_context(|| label.clone())?;
         let mut done = Vec::new();
         let mut skipped = Vec::new();
         for o in outcomes {
@@ -113,7 +112,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
         date: date.clone(),
         commit,
         device: &device,
-        arch: arch.name(),
+        arch: target.describe(),
         configs: results,
     };
     let slug: String = device.name.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).collect();

@@ -8,11 +8,10 @@ use anyhow::{Context, Result};
 use clap::Parser;
 
 use crate::args::{CalibrateArgs, ConfigsArgs, LaunchArg, ShapeOnly};
-use crate::commands::codegen::arch_of;
 use crate::costs_file::{CalibrationRun, CostsEntry, CostsFile};
 use crate::exit::bad_input;
 use crate::gpu::prebuild;
-use crate::gpu::{find_nvcc, probe_device};
+use crate::gpu::{Target, find_nvcc, probe_device};
 use crate::output::table;
 use crate::sweep::{Plan, mask_name};
 use crate::traced::{run_traced, trace_config};
@@ -63,7 +62,7 @@ pub fn run(args: CalibrateArgs) -> Result<()> {
     }
     let nvcc = find_nvcc()?;
     let device = probe_device()?;
-    let arch = args.gpu.arch.map(arch_of).unwrap_or(device.arch());
+    let target = Target::for_device(args.gpu.arch, &device)?;
 
     // Every (configuration, schedule) to trace, with its schedule built now so bad names fail before the GPU.
     let mut jobs = Vec::new();
@@ -83,13 +82,13 @@ pub fn run(args: CalibrateArgs) -> Result<()> {
     }
     let mut configs = Vec::new();
     for (_, s) in &jobs {
-        let k = trace_config(s, arch)?;
+        let k = trace_config(s, &target)?;
         if !configs.contains(&k) {
             configs.push(k);
         }
     }
     eprintln!("calibrate: building {} trace variants", configs.len());
-    prebuild(&nvcc, &args.gpu.work_dir, &configs)?;
+    prebuild(&nvcc, &args.gpu.work_dir, &configs, &target.env)?;
 
     let mut groups: BTreeMap<(u32, u32, u32), (Samples, Vec<CalibrationRun>)> = BTreeMap::new();
     for (c, schedule) in &jobs {
@@ -103,7 +102,7 @@ pub fn run(args: CalibrateArgs) -> Result<()> {
             }
             None => args.gpu.work_dir.join("calibrate-trace.txt"),
         };
-        let run = run_traced(schedule, &args.gpu, arch, &nvcc, &raw, args.keep_traces.is_some())
+        let run = run_traced(schedule, &args.gpu, &target, &nvcc, &raw, args.keep_traces.is_some())
             .with_context(|| label.clone())?;
         let group = groups.entry((p.head_dim(), p.block_m(), p.block_n())).or_default();
         group.0.add_run(schedule, &run.trace.units).map_err(|e| bad_input(format!("{label}: {e}")))?;

@@ -2,19 +2,12 @@
 //! the exact nvcc command that builds it.
 
 use anyhow::Result;
-use codegen::{Arch, Templates, generate};
+use codegen::{Templates, generate};
 
-use crate::args::{ArchArg, CodegenArgs};
+use crate::args::CodegenArgs;
 use crate::exit::bad_input;
-use crate::gpu::{kernel_config, write_generated};
+use crate::gpu::{Target, kernel_config, write_generated};
 use crate::setup::{Outcome, Setup};
-
-pub fn arch_of(a: ArchArg) -> Arch {
-    match a {
-        ArchArg::Sm80 => Arch::Sm80,
-        ArchArg::Sm90a => Arch::Sm90a,
-    }
-}
 
 pub fn run(args: CodegenArgs) -> Result<()> {
     let setup = Setup::from_args(&args.shape)?;
@@ -30,11 +23,10 @@ pub fn run(args: CodegenArgs) -> Result<()> {
         Some(Outcome::Skipped { reason, .. }) => return Err(bad_input(reason)),
         None => return Err(bad_input("no schedule was selected")),
     };
-    let mut archs: Vec<Arch> = args.arch.iter().map(|&a| arch_of(a)).collect();
-    archs.dedup();
-    let mut config = kernel_config(&setup.problem, &setup.mask, !args.nondeterministic, archs[0])?;
-    config.archs = archs;
-    let generated = generate(&schedule, &config, &Templates::embedded()).map_err(|e| bad_input(e.to_string()))?;
+    let target = Target::for_codegen(args.arch)?;
+    let config = kernel_config(&setup.problem, &setup.mask, !args.nondeterministic, &target)?;
+    let generated =
+        generate(&schedule, &config, &Templates::embedded(), &target.env).map_err(|e| bad_input(e.to_string()))?;
     write_generated(&args.out, &generated)?;
     println!("wrote {} files for {} ({}) to {}", generated.files.len(), schedule.name(), config, args.out.display());
     println!("build: cd {} && {}", args.out.display(), generated.nvcc);

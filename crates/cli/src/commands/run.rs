@@ -7,9 +7,8 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::args::RunArgs;
-use crate::commands::codegen::arch_of;
 use crate::exit::CheckFailed;
-use crate::gpu::{Device, find_nvcc, probe_device};
+use crate::gpu::{Device, Target, find_nvcc, probe_device};
 use crate::measure::{Measured, measure_setup, ordering_agreement};
 use crate::output::{ProblemJson, SCHEMA_VERSION, header, num, table};
 use crate::setup::{Outcome, Setup};
@@ -45,8 +44,8 @@ pub fn run(args: RunArgs) -> Result<()> {
             device.name
         )));
     }
-    let arch = args.gpu.arch.map(arch_of).unwrap_or(device.arch());
-    let outcomes = measure_setup(&setup, &args.gpu, arch, &nvcc, args.nondeterministic)?;
+    let target = Target::for_device(args.gpu.arch, &device)?;
+    let outcomes = measure_setup(&setup, &args.gpu, &target, &nvcc, args.nondeterministic)?;
     let measured: Vec<&Measured> = outcomes
         .iter()
         .filter_map(|o| match o {
@@ -56,7 +55,7 @@ pub fn run(args: RunArgs) -> Result<()> {
         .collect();
     let (agree, pairs) = ordering_agreement(&measured, 0.05);
     if let Some(path) = &args.trace {
-        crate::commands::trace_run::trace(&setup, &args.gpu, arch, &nvcc, path, measured.first().copied())?;
+        crate::commands::trace_run::trace(&setup, &args.gpu, &target, &nvcc, path, measured.first().copied())?;
     }
     if args.json {
         let skipped = outcomes
@@ -84,7 +83,7 @@ pub fn run(args: RunArgs) -> Result<()> {
             device.name,
             device.compute_cap,
             device.driver,
-            arch.name()
+            target.describe()
         );
         print!("{}", results_table(&measured));
         for o in &outcomes {

@@ -2,8 +2,8 @@
 
 use std::path::Path;
 
+use crate::gpu::Target;
 use anyhow::Result;
-use codegen::Arch;
 
 use crate::args::GpuArgs;
 use crate::costs_file::write_atomic;
@@ -32,7 +32,7 @@ pub fn check_request(setup: &Setup, path: &Path) -> Result<()> {
 pub fn trace(
     setup: &Setup,
     gpu: &GpuArgs,
-    arch: Arch,
+    target: &Target,
     nvcc: &Path,
     path: &Path,
     plain: Option<&Measured>,
@@ -44,7 +44,7 @@ pub fn trace(
         ".{}.raw-trace",
         path.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default()
     ));
-    let run = run_traced(&schedule, gpu, arch, nvcc, &raw, false)?;
+    let run = run_traced(&schedule, gpu, target, nvcc, &raw, false)?;
     let timeline = measured_file(setup, vec![measured_schedule(&schedule, &run.trace.units)]);
     write_atomic(path, &serde_json::to_string(&timeline)?)?;
     let traced_ms = run.result.time_ms.main_median;

@@ -15,10 +15,9 @@ use schedulers::CostModel;
 
 use crate::args::{CostArgs, MaskArg, ShapeArgs, ShapeOnly, ValidateArgs};
 use crate::commands::calibrate::{provenance, summary};
-use crate::commands::codegen::arch_of;
 use crate::costs_file::{CostsFile, write_atomic, write_atomic_bytes};
 use crate::exit::bad_input;
-use crate::gpu::{find_nvcc, kernel_config, prebuild, probe_device};
+use crate::gpu::{Target, find_nvcc, kernel_config, prebuild, probe_device};
 use crate::measure::measure_setup;
 use crate::output::{SCHEMA_VERSION, table};
 use crate::plot::gantt::{Gantt, Part};
@@ -170,21 +169,21 @@ fn measure(args: &ValidateArgs, costs: &CostsFile, costs_path: &Path) -> Result<
     let nvcc = find_nvcc()?;
     let device = probe_device()?;
     costs.check_gpu(costs_path, &device.name)?;
-    let arch = args.gpu.arch.map(arch_of).unwrap_or(device.arch());
+    let target = Target::for_device(args.gpu.arch, &device)?;
     let mut kernels = Vec::new();
     for (_, s) in &setups {
-        let k = kernel_config(&s.problem, &s.mask, true, arch)?;
+        let k = kernel_config(&s.problem, &s.mask, true, &target)?;
         if !kernels.contains(&k) {
             kernels.push(k);
         }
     }
     eprintln!("validate: building {} kernel variants", kernels.len());
-    prebuild(&nvcc, &args.gpu.work_dir, &kernels)?;
+    prebuild(&nvcc, &args.gpu.work_dir, &kernels, &target.env)?;
     let mut rows = Vec::new();
     for (c, setup) in &setups {
         let label = format!("{} mask, head dim {}, seqlen {}", mask_name(c.mask), c.head_dim, c.seqlen);
         eprintln!("validate: {label}");
-        for o in measure_setup(setup, &args.gpu, arch, &nvcc, false).with_context(|| label.clone())? {
+        for o in measure_setup(setup, &args.gpu, &target, &nvcc, false).with_context(|| label.clone())? {
             if let Outcome::Done(m) = o {
                 rows.push(RawRow {
                     mask: mask_name(c.mask).to_string(),
@@ -222,7 +221,8 @@ fn measure(args: &ValidateArgs, costs: &CostsFile, costs_path: &Path) -> Result<
                 &setup.costs,
             )?;
             eprintln!("validate: trace of {schedule}, {} mask, seqlen {seqlen}", mask_name(mask));
-            let run = run_traced(&sched, &args.gpu, arch, &nvcc, &args.gpu.work_dir.join("validate-trace.txt"), false)?;
+            let run =
+                run_traced(&sched, &args.gpu, &target, &nvcc, &args.gpu.work_dir.join("validate-trace.txt"), false)?;
             let file = format!("{stem}-gantt-{}.json", mask_name(mask));
             let timeline = measured_file(&setup, vec![measured_schedule(&sched, &run.trace.units)]);
             write_atomic(&dir.join(&file), &serde_json::to_string(&timeline)?)?;
@@ -249,7 +249,7 @@ fn measure(args: &ValidateArgs, costs: &CostsFile, costs_path: &Path) -> Result<
         device: device.name.clone(),
         compute_cap: device.compute_cap.clone(),
         driver: device.driver.clone(),
-        arch: arch.name().to_string(),
+        arch: target.describe(),
         rows,
         gantt,
     };

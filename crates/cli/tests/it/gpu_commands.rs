@@ -37,7 +37,9 @@ fn codegen_writes_sources_schedule_data_and_the_nvcc_command() {
         assert!(dir.join(file).is_file(), "{file} missing");
     }
     let data = std::fs::read_to_string(dir.join("schedule.txt")).unwrap();
-    assert!(data.starts_with("dashc-schedule 1\nname descending\nproblem 2 3 3 1000 1000 128 64 128 causal\n"));
+    assert!(data.starts_with(
+        "dashc-schedule 2\nname descending\nproblem 2 3 3 1000 1000 128 64 128 causal\nlaunch in-order\n"
+    ));
     let nvcc = std::fs::read_to_string(dir.join("nvcc-command.txt")).unwrap();
     assert!(nvcc.contains("-gencode=arch=compute_80,code=sm_80") && nvcc.contains("code=sm_90a"), "{nvcc}");
     let params = std::fs::read_to_string(dir.join("bwd_params.h")).unwrap();
@@ -57,6 +59,54 @@ fn codegen_refuses_what_the_kernel_does_not_implement() {
         "mask sliding-window is not supported by the generated kernel",
     );
     fails_with(&["codegen", "--mask", "causal", "--schedule", "shift", "-o", d], 2, "shift needs a full mask");
+    fails_with(
+        &["codegen", "--mask", "causal", "--schedule", "descending", "--launch", "persistent", "-o", d],
+        2,
+        "the persistent launch runs on the sm90 main loop only",
+    );
+}
+
+/// A folder that passes for the CUTLASS headers (dashc checks for cute/tensor.hpp and cutlass/).
+fn fake_cutlass(name: &str) -> PathBuf {
+    let dir = scratch(name);
+    std::fs::create_dir_all(dir.join("cute")).unwrap();
+    std::fs::create_dir_all(dir.join("cutlass")).unwrap();
+    std::fs::write(dir.join("cute").join("tensor.hpp"), "").unwrap();
+    dir
+}
+
+#[test]
+fn codegen_sm90_needs_the_cutlass_headers_and_names_them_in_the_build() {
+    let dir = scratch("codegen-sm90");
+    let d = dir.to_str().unwrap();
+    let args = ["codegen", "--mask", "causal", "--schedule", "descending", "--launch", "persistent", "--arch", "sm90"];
+    let missing = scratch("no-cutlass");
+    let out = Command::new(env!("CARGO_BIN_EXE_dashc"))
+        .args(args)
+        .args(["-o", d])
+        .env("CUTLASS_INCLUDE", &missing)
+        .output()
+        .expect("dashc runs");
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert!(stderr(&out).contains("the sm90 main loop needs the CUTLASS/CuTe headers"), "{}", stderr(&out));
+
+    let cutlass = fake_cutlass("cutlass-headers");
+    let out = Command::new(env!("CARGO_BIN_EXE_dashc"))
+        .args(args)
+        .args(["-o", d])
+        .env("CUTLASS_INCLUDE", &cutlass)
+        .output()
+        .expect("dashc runs");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let nvcc = std::fs::read_to_string(dir.join("nvcc-command.txt")).unwrap();
+    assert!(nvcc.contains(&format!("-I{}", cutlass.display())), "{nvcc}");
+    assert!(nvcc.contains("-gencode=arch=compute_90a,code=sm_90a") && !nvcc.contains("sm_80"), "{nvcc}");
+    let params = std::fs::read_to_string(dir.join("bwd_params.h")).unwrap();
+    assert!(params.contains("#define DASHC_MAINLOOP_SM90 1"), "{params}");
+    let data = std::fs::read_to_string(dir.join("schedule.txt")).unwrap();
+    assert!(data.contains("\nlaunch persistent 132\n"), "{data}");
+    std::fs::remove_dir_all(&dir).unwrap();
+    std::fs::remove_dir_all(&cutlass).unwrap();
 }
 
 /// Runs dashc with a PATH holding only `bin` (and no CUDA_HOME).
@@ -103,6 +153,10 @@ fn bench_lists_must_not_be_empty() {
 /// deterministic build's first dQ value is 3 instead. With FAKE_NO_DUMP set it writes nothing. So the test
 /// exercises what dashc does with real harnesses (dump folders, the comparison, the verdict), not the kernels.
 fn fake_gpu_machine(name: &str) -> PathBuf {
+    fake_gpu_machine_with_cap(name, "9.0")
+}
+
+fn fake_gpu_machine_with_cap(name: &str, compute_cap: &str) -> PathBuf {
     let bin = scratch(name);
     std::fs::create_dir_all(&bin).unwrap();
     let harness = r#"#!/bin/sh
@@ -122,7 +176,7 @@ fi
 echo '{"status":"ok","schedule":"naive","variant":"fake","device":"Fake GPU","sm_count":132,"deterministic":'$det',"units":8,"visits":64,"time_ms":{"total_median":1.0,"main_median":0.9,"total_min":1.0,"main_min":0.9},"tflops":{"total":100.0,"main":110.0},"check":{"ran":false,"rel_l2_dq":null,"rel_l2_dk":null,"rel_l2_dv":null,"tolerance":0.02},"finite":true,"poison_ok":true,"repeatable":true,"repeat_runs":5,"main_kernel":{"registers":128,"local_bytes":0,"smem_bytes":1024},"spin_error":{"code":0,"unit":0,"bh":0,"q_tile":0,"wanted_rank":0,"seen":0}}'
 "#;
     let tools = [
-        ("nvidia-smi", "#!/bin/sh\necho 'Fake GPU, 9.0, 1.0'\n".to_string()),
+        ("nvidia-smi", format!("#!/bin/sh\necho 'Fake GPU, {compute_cap}, 1.0'\n")),
         ("nvcc", format!("#!/bin/sh\n/bin/cat > harness <<'HARNESS'\n{harness}HARNESS\n/bin/chmod +x harness\n")),
     ];
     for (tool, script) in tools {
@@ -148,7 +202,7 @@ fn run_compares_the_deterministic_outputs_with_the_atomic_ones() {
     let run = |work_dir: &str, cwd: &std::path::Path, fake: &[(&str, &str)]| {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_dashc"));
         cmd.args(["run", "--seqlen", "128", "--heads", "1", "--head-dim", "64", "--schedule", "naive"])
-            .args(["--nondeterministic", "--json", "--work-dir", work_dir])
+            .args(["--nondeterministic", "--json", "--work-dir", work_dir, "--arch", "sm80"])
             .current_dir(cwd)
             .env_clear()
             .env("PATH", &bin)
@@ -198,6 +252,48 @@ fn run_compares_the_deterministic_outputs_with_the_atomic_ones() {
     let leftovers: Vec<_> = walk(&bin).into_iter().filter(|p| p.to_string_lossy().contains("outputs-")).collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
     std::fs::remove_dir_all(&bin).unwrap();
+}
+
+#[test]
+#[cfg(unix)]
+fn run_picks_the_main_loop_by_gpu_and_refuses_sm90_off_hopper() {
+    let run = |bin: &std::path::Path, extra: &[&str], cutlass: Option<&std::path::Path>| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_dashc"));
+        cmd.args(["run", "--seqlen", "128", "--heads", "1", "--head-dim", "64", "--schedule", "naive", "--json"])
+            .args(["--work-dir", bin.join("work").to_str().unwrap()])
+            .args(extra)
+            .current_dir(bin)
+            .env_clear()
+            .env("PATH", bin)
+            .env("FAKE_VALUES", "8192");
+        if let Some(dir) = cutlass {
+            cmd.env("CUTLASS_INCLUDE", dir);
+        }
+        cmd.output().expect("dashc runs")
+    };
+    // Hopper: the sm90 main loop by default, which needs the headers (exit 3 without them).
+    let hopper = fake_gpu_machine("fake-hopper");
+    let out = run(&hopper, &[], None);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert!(stderr(&out).contains("CUTLASS/CuTe headers"), "{}", stderr(&out));
+    let cutlass = fake_cutlass("fake-hopper-cutlass");
+    let out = run(&hopper, &[], Some(&cutlass));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let built: Vec<String> = std::fs::read_dir(hopper.join("work"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(built, vec!["sm90_hd64_m128_n128_causal_det_sm_90a".to_string()]);
+    // Not Hopper: the portable loop by default, and --arch sm90 is unavailable there.
+    let ampere = fake_gpu_machine_with_cap("fake-ampere", "8.0");
+    let out = run(&ampere, &["--arch", "sm90"], Some(&cutlass));
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert!(stderr(&out).contains("the sm90 main loop needs a Hopper GPU"), "{}", stderr(&out));
+    let out = run(&ampere, &[], None);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    for dir in [hopper, ampere, cutlass] {
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
 
 fn walk(dir: &std::path::Path) -> Vec<PathBuf> {

@@ -1,0 +1,792 @@
+// ${ banner }
+//
+// Attention backward main loop, Hopper path (sm_90a): TMA loads completing on
+// mbarriers, wgmma from shared memory, warp specialization, and the dQ partials
+// added into the FP32 accumulator by TMA reduce-adds from a warp of their own.
+//
+// One CTA of three warpgroups (384 threads):
+//   warpgroup 0, warp 0  the producer: walks the schedule (schedule.cuh's data),
+//                        loads K_j/V_j once per KV tile and Q_i, dO_i, LSE_i, D_i
+//                        per visit into a two-stage ring, and hands each visit's
+//                        entry to the other roles through the ring.
+//   warpgroup 0, warp 1  the dQ writer: per visit, waits for the consumers' FP32
+//                        dQ partial in shared memory, waits for its rank on the
+//                        dQ tile (dq_semaphore.cuh; deterministic build only),
+//                        adds the partial with a TMA reduce-add, and releases the
+//                        rank once the add has landed.
+//   warpgroups 1 and 2   the consumers: the five products of every visit,
+//                        S^T = K Q^T, dP^T = V dO^T (transposed, so that each
+//                        warpgroup owns 64 KV rows), dV += P^T dO and
+//                        dK += dS^T Q (A operand from registers), dQ = dS K.
+//                        dK_j/dV_j live in their registers for the KV tile's run.
+// Warpgroup 0 gives its registers to the consumers (setmaxnreg).
+//
+// The same kernel runs the in-order launch (one CTA per unit) and the persistent
+// one (a CTA per SM, CTA p running units p, p + P, p + 2P, ...: the analyzer's
+// static persistent policy): the roles loop over units with stride gridDim.x.
+//
+// The softmax scale of dQ is applied in the postprocess kernel (shared with the
+// portable path, which reads the same accumulator layout), that of dK here.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cstdint>
+
+#include <cute/tensor.hpp>
+#include <cute/arch/copy_sm90_tma.hpp>
+#include <cute/atom/copy_traits_sm90_tma.hpp>
+#include <cute/atom/mma_traits_sm90_gmma.hpp>
+#include <cutlass/arch/reg_reconfig.h>
+#include <cutlass/numeric_types.h>
+
+#include "bwd_params.h"
+#include "dq_semaphore.cuh"
+#include "schedule.cuh"
+
+namespace dashc {
+namespace sm90 {
+
+using namespace cute;
+using Element = cutlass::bfloat16_t;
+
+// ---------------------------------------------------------------------------
+// Compile-time configuration: tiles, shared-memory layouts, the three tiled MMAs
+// and the TMA copy types.
+// ---------------------------------------------------------------------------
+
+template <int HEAD_DIM_, int BLOCK_M_, int BLOCK_N_, bool IS_CAUSAL_, bool DETERMINISTIC_, bool TRACE_>
+struct BwdConfig {
+  static constexpr int HEAD_DIM = HEAD_DIM_;
+  static constexpr int BLOCK_M = BLOCK_M_;
+  static constexpr int BLOCK_N = BLOCK_N_;
+  static constexpr bool IS_CAUSAL = IS_CAUSAL_;
+  static constexpr bool DETERMINISTIC = DETERMINISTIC_;
+  static constexpr bool TRACE = TRACE_;
+
+  static constexpr int kConsumerThreads = 256;  // two warpgroups
+  static constexpr int kThreads = 128 + kConsumerThreads;
+  static constexpr int kStages = 2;             // Q/dO/LSE/D ring
+  // setmaxnreg budgets. The CTA's pool is what the launch allocated: 168 per
+  // thread (__launch_bounds__(384, 1): 65536 / 384, rounded down to 8) x 384 =
+  // 64512. An increase waits until the pool has the registers, so the budgets
+  // must fit it: 128 x 24 + 256 x 240 = 64512. (With 32 for warpgroup 0 the
+  // consumers' increase never completed and the pipeline stalled.)
+  static constexpr int kProducerRegs = 24;
+  static constexpr int kConsumerRegs = 240;
+  static_assert(128 * kProducerRegs + kConsumerThreads * kConsumerRegs <= 168 * kThreads, "setmaxnreg pool");
+
+  static_assert(HEAD_DIM == 64 || HEAD_DIM == 128, "head dim must be 64 or 128");
+  static_assert(BLOCK_N == 128, "the two consumer warpgroups split the 128 KV rows of dK/dV");
+  static_assert(BLOCK_M == 64 || BLOCK_M == 128, "BLOCK_M must be 64 or 128");
+
+  using BM = Int<BLOCK_M>;
+  using BN = Int<BLOCK_N>;
+  using HD = Int<HEAD_DIM>;
+
+  // Operand tiles, row-major (contiguous along the head dim, or along the KV
+  // columns for P and dS), 128-byte swizzle: what both TMA and the wgmma
+  // descriptors read.
+  using AtomK = GMMA::Layout_K_SW128_Atom<Element>;
+  using SmemLayoutQ = decltype(tile_to_shape(AtomK{}, Shape<BM, HD>{}));   // Q, dO: (m, d)
+  using SmemLayoutK = decltype(tile_to_shape(AtomK{}, Shape<BN, HD>{}));   // K, V: (n, d)
+  using SmemLayoutP = decltype(tile_to_shape(AtomK{}, Shape<BM, BN>{}));   // dS: (m, n)
+  // Transposed views of the same bytes, the MN-major operands of dV, dK and dQ.
+  using SmemLayoutQt = decltype(composition(SmemLayoutQ{}, make_layout(Shape<HD, BM>{}, GenRowMajor{})));
+  using SmemLayoutKt = decltype(composition(SmemLayoutK{}, make_layout(Shape<HD, BN>{}, GenRowMajor{})));
+  using SmemLayoutPt = decltype(composition(SmemLayoutP{}, make_layout(Shape<BN, BM>{}, GenRowMajor{})));
+  // The FP32 dQ partial, staged for the TMA reduce-add: 128-byte swizzle over
+  // 32-float rows, so that the accumulator fragments store without bank conflicts.
+  using SmemLayoutDq = decltype(tile_to_shape(GMMA::Layout_K_SW128_Atom<float>{}, Shape<BM, HD>{}));
+
+  // The products. S^T and dP^T (BLOCK_N x BLOCK_M over d) and dV, dK (BLOCK_N x d
+  // over m): warpgroup w owns KV rows [64w, 64w + 64), and dV/dK take their A
+  // operand (P^T, dS^T) from its registers. dQ (BLOCK_M x d over n): the
+  // warpgroups split the rows at BLOCK_M = 128, the head dim at 64.
+  static constexpr bool kSplitDqRows = BLOCK_M == 128;
+  using MmaSdp = decltype(make_tiled_mma(
+      GMMA::ss_op_selector<Element, Element, float, Shape<_64, BM, _16>, GMMA::Major::K, GMMA::Major::K>(),
+      Layout<Shape<_2, _1, _1>>{}));
+  using MmaDkv = decltype(make_tiled_mma(
+      GMMA::rs_op_selector<Element, Element, float, Shape<_64, HD, _16>, GMMA::Major::K, GMMA::Major::MN>(),
+      Layout<Shape<_2, _1, _1>>{}));
+  using AtomLayoutDq = std::conditional_t<kSplitDqRows, Layout<Shape<_2, _1, _1>>, Layout<Shape<_1, _2, _1>>>;
+  using TileDqWg = std::conditional_t<kSplitDqRows, Shape<_64, HD, _16>, Shape<_64, Int<HEAD_DIM / 2>, _16>>;
+  using MmaDq = decltype(make_tiled_mma(
+      GMMA::ss_op_selector<Element, Element, float, TileDqWg, GMMA::Major::K, GMMA::Major::MN>(), AtomLayoutDq{}));
+
+  // A warpgroup's S^T accumulator (64 x BLOCK_M per warpgroup, the wgmma C
+  // fragment ((2 columns, 2 row halves, BLOCK_M / 8 column blocks), 1, 1)) read
+  // as the register A operand of an m64 x k BLOCK_M product: k block c (16
+  // columns) holds column blocks 2c and 2c + 1, which is the A fragment's
+  // ((2 k, 2 row halves, 2 k halves), 1 m block, BLOCK_M / 16 k blocks).
+  using LayoutAregs =
+      Layout<Shape<Shape<_2, _2, _2>, _1, Int<BLOCK_M / 16>>, Stride<Stride<_1, _2, _4>, _0, _8>>;
+
+  // dS leaves the registers (as dS^T) through transposing stmatrix into the
+  // row-major dS tile that dQ reads.
+  using StoreAtomDst = Copy_Atom<SM90_U16x8_STSM_T, Element>;
+
+  // Global tensors as the TMA descriptors see them: Q, dO, K, V as
+  // (seqlen, d, heads, batch) over the [batch, seqlen, heads, d] layout; the FP32
+  // dQ accumulator as (padded seqlen_q, d, batch * heads) with its padded rows.
+  using ShapeQkv = Shape<int32_t, int32_t, int32_t, int32_t>;
+  using StrideQkv = Stride<int64_t, _1, int64_t, int64_t>;
+  using ShapeDq = Shape<int32_t, int32_t, int32_t>;
+  using StrideDq = Stride<int64_t, _1, int64_t>;
+  using TmaQ = decltype(make_tma_copy(SM90_TMA_LOAD{},
+                                      make_tensor(make_gmem_ptr(static_cast<const Element*>(nullptr)), ShapeQkv{},
+                                                  StrideQkv{}),
+                                      SmemLayoutQ{}));
+  using TmaK = decltype(make_tma_copy(SM90_TMA_LOAD{},
+                                      make_tensor(make_gmem_ptr(static_cast<const Element*>(nullptr)), ShapeQkv{},
+                                                  StrideQkv{}),
+                                      SmemLayoutK{}));
+  using TmaDq = decltype(make_tma_copy(SM90_TMA_REDUCE_ADD{},
+                                       make_tensor(make_gmem_ptr(static_cast<float*>(nullptr)), ShapeDq{}, StrideDq{}),
+                                       SmemLayoutDq{}));
+
+  static constexpr uint32_t kQTileBytes = BLOCK_M * HEAD_DIM * 2;
+  static constexpr uint32_t kKvTileBytes = BLOCK_N * HEAD_DIM * 2;
+  static constexpr uint32_t kRowStatBytes = BLOCK_M * 4;
+};
+
+// Byte offset of dQ element (row, col) in the staging tile, SmemLayoutDq spelled
+// out: 128-byte swizzle atoms of 8 rows x 32 floats, tiled down the rows first;
+// inside an atom, 16-byte chunk c of row r sits at chunk c ^ (r % 8). (The tile is
+// 1 KiB aligned, so the swizzle of the offset is the swizzle of the address, as the
+// TMA unit applies it.) Columns col and col + 1 (col even) stay adjacent.
+template <class Cfg>
+__host__ __device__ constexpr uint32_t dq_stage_offset(int row, int col) {
+  const uint32_t atom = uint32_t(row / 8 + (col / 32) * (Cfg::BLOCK_M / 8));
+  const uint32_t in_row = uint32_t(col % 32) * 4;
+  const uint32_t r = uint32_t(row % 8);
+  return atom * 1024 + r * 128 + ((((in_row >> 4) ^ r) << 4) | (in_row & 15));
+}
+
+// What the producer hands to the consumers with each stage, and the consumers to
+// the dQ writer with each partial: the visit's entry and the unit's (batch, head).
+struct VisitSlot {
+  uint32_t kv_q;         // as VisitEntry::kv_q
+  uint32_t rank_flags;   // as VisitEntry::rank_flags
+  int32_t bh;
+  int32_t visit;         // index in BwdParams::visits; -1: no more work (the roles leave their loops)
+  int32_t unit;          // launch position of the visit's unit (trace stamps)
+  int32_t last_of_unit;  // 1 on the unit's last visit (trace stamps)
+
+  __device__ bool valid() const { return visit >= 0; }
+};
+
+template <class Cfg>
+struct SharedStorage {
+  alignas(1024) Element k[cosize_v<typename Cfg::SmemLayoutK>];
+  alignas(1024) Element v[cosize_v<typename Cfg::SmemLayoutK>];
+  alignas(1024) Element q[Cfg::kStages][cosize_v<typename Cfg::SmemLayoutQ>];
+  alignas(1024) Element dout[Cfg::kStages][cosize_v<typename Cfg::SmemLayoutQ>];
+  alignas(1024) Element ds[2][cosize_v<typename Cfg::SmemLayoutP>];  // by visit parity
+  alignas(1024) float dq[cosize_v<typename Cfg::SmemLayoutDq>];
+  alignas(16) float lse[Cfg::kStages][Cfg::BLOCK_M];
+  alignas(16) float dsum[Cfg::kStages][Cfg::BLOCK_M];
+  VisitSlot slot[Cfg::kStages];
+  VisitSlot dq_slot;
+  alignas(8) uint64_t full[Cfg::kStages];   // producer -> consumers: the stage's loads landed
+  uint64_t empty[Cfg::kStages];             // consumers -> producer: the stage may be refilled
+  uint64_t kv_full;                         // K_j/V_j landed
+  uint64_t kv_empty;                        // the consumers are done with K_j/V_j
+};
+
+// ---------------------------------------------------------------------------
+// Synchronization primitives (PTX): mbarriers and named barriers.
+// ---------------------------------------------------------------------------
+
+__device__ __forceinline__ uint32_t smem_u32(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+__device__ __forceinline__ void mbar_init(uint64_t* bar, uint32_t count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(count));
+}
+
+__device__ __forceinline__ void mbar_arrive(uint64_t* bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_u32(bar)) : "memory");
+}
+
+__device__ __forceinline__ void mbar_arrive_expect_tx(uint64_t* bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(bytes)
+               : "memory");
+}
+
+// Waits for the phase of the given parity to complete. Bounded: a pipeline that
+// never completes (a bug, never a schedule: schedules cannot reach these waits)
+// stops the kernel with a trap after the timeout instead of hanging the GPU.
+// The whole loop is one asm block: written as a C++ loop around the timer and the
+// trap, it made ptxas spill the consumers' dK/dV accumulators (348 bytes at head
+// dim 128) and serialize their wgmma.
+__device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity, unsigned long long timeout_ns) {
+  asm volatile(
+      "{\n"
+      ".reg .pred done, late;\n"
+      ".reg .u64 start, now;\n"
+      "mov.u64 start, %%globaltimer;\n"
+      "WAIT_%=:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+      "@done bra DONE_%=;\n"
+      "mov.u64 now, %%globaltimer;\n"
+      "sub.u64 now, now, start;\n"
+      "setp.gt.u64 late, now, %2;\n"
+      "@late trap;\n"
+      "bra WAIT_%=;\n"
+      "DONE_%=:\n"
+      "}\n" ::"r"(smem_u32(bar)),
+      "r"(parity), "l"(timeout_ns)
+      : "memory");
+}
+
+// The bound of the pipeline waits: far above the rank wait's, so that a consumer
+// held up behind a dQ writer that waits for a rank hears of the writer's timeout
+// (which unblocks the pipeline) instead of trapping first.
+__device__ __forceinline__ unsigned long long pipeline_timeout_ns(const BwdParams& p) {
+  return 4 * p.spin_timeout_ns + 1000000000ull;
+}
+
+// Named barriers 1-3 (0 is __syncthreads). bar.arrive does not wait; bar.sync
+// waits for `count` threads in all, arrivals included.
+enum NamedBarrier : uint32_t {
+  kBarConsumers = 1,  // the 256 consumer threads
+  kBarDqFull = 2,     // consumers arrive (dQ partial staged), the writer syncs
+  kBarDqEmpty = 3,    // the writer arrives (staging read out), consumers sync
+  kBarWarpgroup0 = 4,  // the 128 threads of consumer warpgroup 0 (5: of warpgroup 1)
+};
+
+__device__ __forceinline__ void named_sync(uint32_t id, uint32_t count) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory");
+}
+__device__ __forceinline__ void named_arrive(uint32_t id, uint32_t count) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(count) : "memory");
+}
+
+// Shared memory written by ordinary stores and read next by the async proxy
+// (wgmma operands, the TMA reduce-add's source).
+__device__ __forceinline__ void fence_async_shared() {
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+// Global memory between the generic proxy (the semaphore) and the async proxy
+// (the TMA reduce-adds).
+__device__ __forceinline__ void fence_async_global() { asm volatile("fence.proxy.async.global;\n" ::: "memory"); }
+
+// 1-D bulk copy global -> shared completing on an mbarrier (LSE and D rows).
+__device__ __forceinline__ void bulk_copy_g2s(void* dst, const void* src, uint32_t bytes, uint64_t* bar) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
+          smem_u32(dst)),
+      "l"(src), "r"(bytes), "r"(smem_u32(bar))
+      : "memory");
+}
+
+// Waits until every bulk operation this thread committed has completed, writes
+// included (cute::tma_store_wait waits only until their sources have been read).
+__device__ __forceinline__ void bulk_wait_all_complete() {
+  asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
+}
+
+__device__ __forceinline__ float fast_exp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+
+// threadIdx.x through a volatile read: what is derived from it inside the visit
+// loop (fragment coordinates, partitions) is recomputed there instead of being
+// hoisted and pinned in registers for the kernel's lifetime, which would push
+// dK/dV into spills (kernels/spikes/sm90_consumer_regs.cu measured 760 bytes).
+__device__ __forceinline__ int fresh_thread_index() {
+  int t;
+  asm volatile("mov.u32 %0, %%tid.x;\n" : "=r"(t));
+  return t;
+}
+
+// A visit slot read through volatile loads, so that the fields are read where
+// they are used rather than kept in registers across the products.
+__device__ __forceinline__ VisitSlot read_slot(const VisitSlot& s) {
+  const volatile VisitSlot& v = s;
+  return VisitSlot{v.kv_q, v.rank_flags, v.bh, v.visit, v.unit, v.last_of_unit};
+}
+
+// ---------------------------------------------------------------------------
+// Kernel parameters: BwdParams plus the TMA descriptors (built on the host).
+// ---------------------------------------------------------------------------
+
+template <class Cfg>
+struct KernelParams {
+  BwdParams p;
+  typename Cfg::TmaQ tma_q;
+  typename Cfg::TmaQ tma_do;
+  typename Cfg::TmaK tma_k;
+  typename Cfg::TmaK tma_v;
+  typename Cfg::TmaDq tma_dq;
+};
+
+template <class Cfg>
+__host__ __device__ typename Cfg::ShapeQkv qkv_shape(const BwdParams& p, int seqlen) {
+  return typename Cfg::ShapeQkv{seqlen, int32_t(Cfg::HEAD_DIM), p.heads, p.batch};
+}
+template <class Cfg>
+__host__ __device__ typename Cfg::ShapeDq dq_shape(const BwdParams& p) {
+  return typename Cfg::ShapeDq{p.seqlen_q_pad, int32_t(Cfg::HEAD_DIM), p.batch * p.heads};
+}
+
+// Trace build only (TRACE): %globaltimer stamps in the layout of the portable
+// kernel (docs/trace-format.md): per unit [start, end, %smid, 0], per visit
+// [compute start, arrival at the rank wait, reduce start, reduce end]. Here the
+// compute start is stamped by the first consumer thread when the visit's loads
+// have landed, the other three by the dQ writer.
+template <class Cfg>
+__device__ __forceinline__ void trace_visit(const BwdParams& p, int visit_index, int slot) {
+  if constexpr (Cfg::TRACE) p.trace[((size_t)p.num_units + visit_index) * 4 + slot] = global_timer_ns();
+}
+// Unit start (the producer, with the SM id).
+template <class Cfg>
+__device__ __forceinline__ void trace_unit_start(const BwdParams& p, int unit) {
+  if constexpr (Cfg::TRACE) {
+    p.trace[(size_t)unit * 4] = global_timer_ns();
+    uint32_t sm;
+    asm volatile("mov.u32 %0, %%smid;\n" : "=r"(sm));
+    p.trace[(size_t)unit * 4 + 2] = sm;
+  }
+}
+// Unit end: the later of the consumers' last dK/dV write and the writer's last
+// release, so both stamp and the larger stays.
+template <class Cfg>
+__device__ __forceinline__ void trace_unit_end(const BwdParams& p, int unit) {
+  if constexpr (Cfg::TRACE) atomicMax(p.trace + (size_t)unit * 4 + 1, global_timer_ns());
+}
+
+// ---------------------------------------------------------------------------
+// The roles.
+// ---------------------------------------------------------------------------
+
+// Producer (one thread). Stage s of visit number c (counted over all the CTA's
+// units) is s = c % kStages, filled for the (c / kStages)-th time.
+template <class Cfg>
+__device__ void run_producer(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& ss) {
+  const BwdParams& p = kp.p;
+  Tensor sK = make_tensor(make_smem_ptr(ss.k), typename Cfg::SmemLayoutK{});
+  Tensor sV = make_tensor(make_smem_ptr(ss.v), typename Cfg::SmemLayoutK{});
+
+  Tensor mQ = kp.tma_q.get_tma_tensor(qkv_shape<Cfg>(p, p.seqlen_q));
+  Tensor mDo = kp.tma_do.get_tma_tensor(qkv_shape<Cfg>(p, p.seqlen_q));
+  Tensor mK = kp.tma_k.get_tma_tensor(qkv_shape<Cfg>(p, p.seqlen_k));
+  Tensor mV = kp.tma_v.get_tma_tensor(qkv_shape<Cfg>(p, p.seqlen_k));
+  auto tma_q = kp.tma_q.get_slice(_0{});
+  auto tma_do = kp.tma_do.get_slice(_0{});
+  auto tma_k = kp.tma_k.get_slice(_0{});
+  auto tma_v = kp.tma_v.get_slice(_0{});
+
+  uint32_t count = 0;     // visits issued
+  uint32_t kv_count = 0;  // K/V tiles issued
+  for (int unit = blockIdx.x; unit < p.num_units; unit += gridDim.x) {
+    const UnitEntry u = p.units[unit];
+    const int batch = u.bh / p.heads, head = u.bh - batch * p.heads;
+    trace_unit_start<Cfg>(p, unit);
+    for (int t = 0; t < u.num_visits; ++t) {
+      const VisitEntry e = p.visits[u.first_visit + t];
+      const Visit v = decode_visit(e);
+      const int s = count % Cfg::kStages;
+      mbar_wait(&ss.empty[s], ((count / Cfg::kStages) & 1) ^ 1, pipeline_timeout_ns(p));
+      ss.slot[s] = VisitSlot{e.kv_q, e.rank_flags, u.bh, u.first_visit + t, unit, t + 1 == u.num_visits};
+      mbar_arrive_expect_tx(&ss.full[s], 2 * Cfg::kQTileBytes + 2 * Cfg::kRowStatBytes);
+      Tensor gQ = local_tile(mQ(_, _, head, batch), Shape<typename Cfg::BM, typename Cfg::HD>{}, make_coord(v.q, 0));
+      Tensor gDo = local_tile(mDo(_, _, head, batch), Shape<typename Cfg::BM, typename Cfg::HD>{}, make_coord(v.q, 0));
+      Tensor sQ = make_tensor(make_smem_ptr(&ss.q[s][0]), typename Cfg::SmemLayoutQ{});
+      Tensor sDo = make_tensor(make_smem_ptr(&ss.dout[s][0]), typename Cfg::SmemLayoutQ{});
+      copy(kp.tma_q.with(ss.full[s]), tma_q.partition_S(gQ), tma_q.partition_D(sQ));
+      copy(kp.tma_do.with(ss.full[s]), tma_do.partition_S(gDo), tma_do.partition_D(sDo));
+      const size_t stats = (size_t)u.bh * p.seqlen_q_pad + (size_t)v.q * Cfg::BLOCK_M;
+      bulk_copy_g2s(ss.lse[s], p.lse + stats, Cfg::kRowStatBytes, &ss.full[s]);
+      bulk_copy_g2s(ss.dsum[s], p.dsum + stats, Cfg::kRowStatBytes, &ss.full[s]);
+      ++count;
+      // K_j/V_j after the visit's Q/dO: the previous KV tile's last visit is
+      // still computing, and this stage's loads need not wait for it.
+      if (v.first_of_kv()) {
+        mbar_wait(&ss.kv_empty, (kv_count & 1) ^ 1, pipeline_timeout_ns(p));
+        mbar_arrive_expect_tx(&ss.kv_full, 2 * Cfg::kKvTileBytes);
+        Tensor gK = local_tile(mK(_, _, head, batch), Shape<typename Cfg::BN, typename Cfg::HD>{}, make_coord(v.kv, 0));
+        Tensor gV = local_tile(mV(_, _, head, batch), Shape<typename Cfg::BN, typename Cfg::HD>{}, make_coord(v.kv, 0));
+        copy(kp.tma_k.with(ss.kv_full), tma_k.partition_S(gK), tma_k.partition_D(sK));
+        copy(kp.tma_v.with(ss.kv_full), tma_v.partition_S(gV), tma_v.partition_D(sV));
+        ++kv_count;
+      }
+    }
+  }
+  // No more work: an empty stage with an invalid slot.
+  const int s = count % Cfg::kStages;
+  mbar_wait(&ss.empty[s], ((count / Cfg::kStages) & 1) ^ 1, pipeline_timeout_ns(p));
+  ss.slot[s].visit = -1;
+  mbar_arrive(&ss.full[s]);
+}
+
+// dQ writer (one warp). Per partial: wait until it is staged, wait for the rank,
+// reduce-add it into the accumulator, let the consumers restage as soon as the
+// source has been read, and release the rank once the add has landed.
+template <class Cfg>
+__device__ void run_dq_writer(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& ss) {
+  const BwdParams& p = kp.p;
+  const int lane = threadIdx.x & 31;
+  Tensor sDq = make_tensor(make_smem_ptr(ss.dq), typename Cfg::SmemLayoutDq{});
+  Tensor mDq = kp.tma_dq.get_tma_tensor(dq_shape<Cfg>(p));
+  auto tma_dq = kp.tma_dq.get_slice(_0{});
+  bool give_up = false;  // a rank wait failed: the host reports it; the adds stop
+
+  named_arrive(kBarDqEmpty, 32 + Cfg::kConsumerThreads);  // the staging buffer starts empty
+  for (;;) {
+    named_sync(kBarDqFull, 32 + Cfg::kConsumerThreads);
+    const VisitSlot slot = read_slot(ss.dq_slot);
+    if (!slot.valid()) break;
+    const Visit v = decode_visit(VisitEntry{slot.kv_q, slot.rank_flags});
+    int* sem = p.dq_semaphore + (size_t)slot.bh * p.m_tiles + v.q;
+    if (lane == 0) trace_visit<Cfg>(p, slot.visit, 1);
+    if constexpr (Cfg::DETERMINISTIC) {
+      if (!give_up) give_up = !warp_wait_for_rank(p, sem, v.rank, v.rank == 0 ? 0 : -1, slot.bh, v.q);
+    }
+    if (lane == 0) trace_visit<Cfg>(p, slot.visit, 2);
+    if (lane == 0) {
+      if (!give_up) {
+        // The semaphore was read (acquire) by the generic proxy; the add goes
+        // through the async proxy.
+        if constexpr (Cfg::DETERMINISTIC) fence_async_global();
+        Tensor gDq = local_tile(mDq(_, _, slot.bh), Shape<typename Cfg::BM, typename Cfg::HD>{}, make_coord(v.q, 0));
+        copy(kp.tma_dq, tma_dq.partition_S(sDq), tma_dq.partition_D(gDq));
+      }
+      tma_store_arrive();
+      tma_store_wait<0>();  // the staged partial has been read out
+    }
+    __syncwarp();
+    named_arrive(kBarDqEmpty, 32 + Cfg::kConsumerThreads);
+    if constexpr (Cfg::DETERMINISTIC) {
+      if (lane == 0 && !give_up) {
+        bulk_wait_all_complete();  // the add has landed in global memory
+        fence_async_global();
+        release_rank(sem);
+      }
+    }
+    if (lane == 0) {
+      trace_visit<Cfg>(p, slot.visit, 3);
+      if (slot.last_of_unit) trace_unit_end<Cfg>(p, slot.unit);
+    }
+  }
+}
+
+// The consumers. Warpgroup w owns KV rows [64w, 64w + 64) of S^T, dP^T, dV and
+// dK: S and dP are computed transposed (S^T = K Q^T, dP^T = V dO^T), so that
+// each warpgroup's P^T and dS^T, converted to bf16 in registers, are directly
+// the A operand of its dV += P^T dO and dK += dS^T Q (wgmma with A from
+// registers). P never goes to shared memory; dS goes there once (transposed by
+// stmatrix) for dQ = dS K, in one of two buffers so that writing the next
+// visit's dS needs no barrier behind this visit's dQ.
+template <class Cfg>
+__device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& ss) {
+  using BM = typename Cfg::BM;
+  using BN = typename Cfg::BN;
+  using HD = typename Cfg::HD;
+  constexpr float kLog2e = 1.4426950408889634f;
+  const BwdParams& p = kp.p;
+
+  Tensor sK = make_tensor(make_smem_ptr(ss.k), typename Cfg::SmemLayoutK{});
+  Tensor sV = make_tensor(make_smem_ptr(ss.v), typename Cfg::SmemLayoutK{});
+  Tensor sKt = make_tensor(make_smem_ptr(ss.k), typename Cfg::SmemLayoutKt{});
+
+  typename Cfg::MmaDkv mma_dkv;
+  Tensor acc_dk = partition_fragment_C(mma_dkv, Shape<BN, HD>{});
+  Tensor acc_dv = partition_fragment_C(mma_dkv, Shape<BN, HD>{});
+  clear(acc_dk);
+  clear(acc_dv);
+
+  const int causal_offset = p.seqlen_k - p.seqlen_q;  // bottom-right aligned diagonal
+  uint32_t count = 0, kv_count = 0;
+  for (;; ++count) {
+    const int s = count % Cfg::kStages;
+    mbar_wait(&ss.full[s], (count / Cfg::kStages) & 1, pipeline_timeout_ns(p));
+    // The slot is read where it is needed, not held in registers across the
+    // products: it stays valid until this stage is released.
+    if (!read_slot(ss.slot[s]).valid()) break;
+    if (decode_visit(VisitEntry{0, read_slot(ss.slot[s]).rank_flags}).first_of_kv()) {
+      mbar_wait(&ss.kv_full, kv_count & 1, pipeline_timeout_ns(p));
+      ++kv_count;
+    }
+    const int tid = fresh_thread_index() - 128;
+    if constexpr (Cfg::TRACE) {
+      if (tid == 0) trace_visit<Cfg>(p, read_slot(ss.slot[s]).visit, 0);
+    }
+
+    Tensor sQ = make_tensor(make_smem_ptr(&ss.q[s][0]), typename Cfg::SmemLayoutQ{});
+    Tensor sDo = make_tensor(make_smem_ptr(&ss.dout[s][0]), typename Cfg::SmemLayoutQ{});
+    Tensor sQt = make_tensor(make_smem_ptr(&ss.q[s][0]), typename Cfg::SmemLayoutQt{});
+    Tensor sDot = make_tensor(make_smem_ptr(&ss.dout[s][0]), typename Cfg::SmemLayoutQt{});
+    Element* ds_buffer = &ss.ds[count % 2][0];
+    Tensor sDs = make_tensor(make_smem_ptr(ds_buffer), typename Cfg::SmemLayoutP{});
+    Tensor sDst = make_tensor(make_smem_ptr(ds_buffer), typename Cfg::SmemLayoutPt{});
+    const float* lse = ss.lse[s];
+    const float* dsum = ss.dsum[s];
+
+    typename Cfg::MmaSdp mma_sdp;
+    auto thr_sdp = mma_sdp.get_thread_slice(tid);
+    auto thr_dkv = mma_dkv.get_thread_slice(tid);
+    // (kv row, q column) of each S^T element, in the tile.
+    Tensor cSt = thr_sdp.partition_C(make_identity_tensor(Shape<BN, BM>{}));
+
+    // ---- S^T = K Q^T and dP^T = V dO^T, issued together ----
+    Tensor acc_s = partition_fragment_C(mma_sdp, Shape<BN, BM>{});
+    Tensor acc_dp = partition_fragment_C(mma_sdp, Shape<BN, BM>{});
+    {
+      Tensor tSrK = thr_sdp.partition_fragment_A(sK);
+      Tensor tSrQ = thr_sdp.partition_fragment_B(sQ);
+      Tensor tSrV = thr_sdp.partition_fragment_A(sV);
+      Tensor tSrDo = thr_sdp.partition_fragment_B(sDo);
+      warpgroup_fence_operand(acc_s);
+      warpgroup_arrive();
+      mma_sdp.accumulate_ = GMMA::ScaleOut::Zero;
+      CUTE_UNROLL
+      for (int k = 0; k < size<2>(tSrK); ++k) {
+        cute::gemm(mma_sdp, tSrK(_, _, k), tSrQ(_, _, k), acc_s);
+        mma_sdp.accumulate_ = GMMA::ScaleOut::One;
+      }
+      warpgroup_commit_batch();
+      warpgroup_fence_operand(acc_dp);
+      warpgroup_arrive();
+      mma_sdp.accumulate_ = GMMA::ScaleOut::Zero;
+      CUTE_UNROLL
+      for (int k = 0; k < size<2>(tSrV); ++k) {
+        cute::gemm(mma_sdp, tSrV(_, _, k), tSrDo(_, _, k), acc_dp);
+        mma_sdp.accumulate_ = GMMA::ScaleOut::One;
+      }
+      warpgroup_commit_batch();
+    }
+
+    // ---- P^T = exp2(S^T * scale * log2e - LSE * log2e), while dP^T runs ----
+    // Element masking only where the tile reaches past seqlen_k or crosses the
+    // causal diagonal; query columns past seqlen_q give P = 0 through their +inf LSE.
+    warpgroup_wait<1>();
+    warpgroup_fence_operand(acc_s);
+    Tensor p_bf16 = make_tensor_like<Element>(acc_s);
+    {
+      const Visit cur = decode_visit(VisitEntry{read_slot(ss.slot[s]).kv_q, 0});
+      const int row_first = cur.q * Cfg::BLOCK_M;
+      const int col_first = cur.kv * Cfg::BLOCK_N;
+      bool need_mask = col_first + Cfg::BLOCK_N > p.seqlen_k;
+      if constexpr (Cfg::IS_CAUSAL) need_mask |= col_first + Cfg::BLOCK_N - 1 > row_first + causal_offset;
+      auto exp_row = [&](int i) { return fast_exp2(fmaf(acc_s(i), p.softmax_scale_log2, -lse[get<1>(cSt(i))] * kLog2e)); };
+      // Two loops rather than one with a per-element test: the masked one holds
+      // more registers, and most tiles need none.
+      if (need_mask) {
+        const int kv_limit = p.seqlen_k - col_first;            // KV rows at or past it are masked
+        const int diag = row_first + causal_offset - col_first;  // causal: kv - q > diag is masked
+        CUTE_UNROLL
+        for (int i = 0; i < size(acc_s); ++i) {
+          const int kv = get<0>(cSt(i));
+          bool masked = kv >= kv_limit;
+          if constexpr (Cfg::IS_CAUSAL) masked |= kv - get<1>(cSt(i)) > diag;
+          p_bf16(i) = Element(masked ? 0.f : exp_row(i));
+        }
+      } else {
+        CUTE_UNROLL
+        for (int i = 0; i < size(acc_s); ++i) p_bf16(i) = Element(exp_row(i));
+      }
+    }
+
+    // ---- dS^T = P^T o (dP^T - D); dS stored (transposed) for dQ; dV += P^T dO ----
+    warpgroup_wait<0>();
+    warpgroup_fence_operand(acc_dp);
+    Tensor ds_bf16 = make_tensor_like<Element>(acc_dp);
+    CUTE_UNROLL
+    for (int i = 0; i < size(acc_dp); ++i) ds_bf16(i) = Element(float(p_bf16(i)) * (acc_dp(i) - dsum[get<1>(cSt(i))]));
+    {
+      auto store_ds = make_tiled_copy_C(typename Cfg::StoreAtomDst{}, mma_sdp);
+      auto thr_store = store_ds.get_thread_slice(tid);
+      copy(store_ds, thr_store.retile_S(ds_bf16), thr_store.partition_D(sDst));
+    }
+    // The accumulator fragments of S^T/dP^T, regrouped as the A operand of the
+    // dK/dV products (their k runs over the q columns).
+    Tensor tVrP = make_tensor(p_bf16.data(), typename Cfg::LayoutAregs{});
+    Tensor tKrDs = make_tensor(ds_bf16.data(), typename Cfg::LayoutAregs{});
+    {
+      Tensor tVrDot = thr_dkv.partition_fragment_B(sDot);
+      warpgroup_fence_operand(acc_dv);
+      warpgroup_arrive();
+      CUTE_UNROLL
+      for (int k = 0; k < size<2>(tVrP); ++k) cute::gemm(mma_dkv, tVrP(_, _, k), tVrDot(_, _, k), acc_dv);
+      warpgroup_commit_batch();
+    }
+    // dS is complete (both warpgroups' halves) before dQ reads it through the
+    // async proxy.
+    fence_async_shared();
+    named_sync(kBarConsumers, Cfg::kConsumerThreads);
+
+    // ---- dQ = dS K (staged for the writer); dK += dS^T Q ----
+    {
+      typename Cfg::MmaDq mma_dq;
+      auto thr_dq = mma_dq.get_thread_slice(tid);
+      Tensor tQrDs = thr_dq.partition_fragment_A(sDs);
+      Tensor tQrKt = thr_dq.partition_fragment_B(sKt);
+      Tensor acc_dq = partition_fragment_C(mma_dq, Shape<BM, HD>{});
+      warpgroup_fence_operand(acc_dq);
+      warpgroup_arrive();
+      mma_dq.accumulate_ = GMMA::ScaleOut::Zero;
+      CUTE_UNROLL
+      for (int k = 0; k < size<2>(tQrDs); ++k) {
+        cute::gemm(mma_dq, tQrDs(_, _, k), tQrKt(_, _, k), acc_dq);
+        mma_dq.accumulate_ = GMMA::ScaleOut::One;
+      }
+      warpgroup_commit_batch();
+      {
+        Tensor tKrQt = thr_dkv.partition_fragment_B(sQt);
+        warpgroup_fence_operand(acc_dk);
+        warpgroup_arrive();
+        CUTE_UNROLL
+        for (int k = 0; k < size<2>(tKrDs); ++k) cute::gemm(mma_dkv, tKrDs(_, _, k), tKrQt(_, _, k), acc_dk);
+        warpgroup_commit_batch();
+      }
+      // dV and dQ are done (groups retire in order), dK may still run: stage dQ
+      // as soon as the writer has read out the previous partial.
+      warpgroup_wait<1>();
+      warpgroup_fence_operand(acc_dv);
+      warpgroup_fence_operand(acc_dq);
+      named_sync(kBarDqEmpty, 32 + Cfg::kConsumerThreads);
+      // 8-byte shared stores of adjacent column pairs at their swizzled addresses.
+      // (cute::copy into the swizzled tensor went through generic addresses, one
+      // 4-byte store per element.)
+      Tensor cDq = thr_dq.partition_C(make_identity_tensor(Shape<BM, HD>{}));
+      const uint32_t dq_base = smem_u32(ss.dq);
+      CUTE_UNROLL
+      for (int i = 0; i < size(acc_dq); i += 2) {
+        const uint32_t addr = dq_base + dq_stage_offset<Cfg>(get<0>(cDq(i)), get<1>(cDq(i)));
+        asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(addr), "f"(acc_dq(i)), "f"(acc_dq(i + 1)));
+      }
+      fence_async_shared();
+      if (tid == 0) ss.dq_slot = read_slot(ss.slot[s]);
+      named_arrive(kBarDqFull, 32 + Cfg::kConsumerThreads);
+
+      warpgroup_wait<0>();
+      warpgroup_fence_operand(acc_dk);
+    }
+    // This warpgroup is done with the stage (Q, dO, LSE, D) and, after a KV
+    // tile's last visit, with K and V: one arrival per warpgroup.
+    const VisitSlot slot = read_slot(ss.slot[s]);
+    const Visit cur = decode_visit(VisitEntry{slot.kv_q, slot.rank_flags});
+    named_sync(kBarWarpgroup0 + tid / 128, 128);  // the whole warpgroup has read the slot
+    if ((fresh_thread_index() & 127) == 0) {
+      mbar_arrive(&ss.empty[s]);
+      if (cur.last_of_kv()) mbar_arrive(&ss.kv_empty);
+    }
+
+    // ---- End of this KV tile's visits: write dK_j, dV_j ----
+    if (cur.last_of_kv()) {
+      Tensor cKv = thr_dkv.partition_C(make_identity_tensor(Shape<BN, HD>{}));
+      const int row0 = cur.kv * Cfg::BLOCK_N;
+      const int batch = slot.bh / p.heads, head = slot.bh - batch * p.heads;
+      const size_t row_stride = (size_t)p.heads * Cfg::HEAD_DIM;
+      const size_t base = ((size_t)batch * p.seqlen_k + row0) * row_stride + (size_t)head * Cfg::HEAD_DIM;
+      // Accumulator elements come in pairs of adjacent columns: one 4-byte store each.
+      CUTE_UNROLL
+      for (int i = 0; i < size(acc_dk); i += 2) {
+        const int r = get<0>(cKv(i)), c = get<1>(cKv(i));
+        if (row0 + r < p.seqlen_k) {
+          const size_t g = base + (size_t)r * row_stride + c;
+          *reinterpret_cast<__nv_bfloat162*>(p.dk + g) =
+              __floats2bfloat162_rn(acc_dk(i) * p.softmax_scale, acc_dk(i + 1) * p.softmax_scale);
+          *reinterpret_cast<__nv_bfloat162*>(p.dv + g) = __floats2bfloat162_rn(acc_dv(i), acc_dv(i + 1));
+        }
+      }
+      clear(acc_dk);
+      clear(acc_dv);
+    }
+    if constexpr (Cfg::TRACE) {
+      if (fresh_thread_index() == 128 && slot.last_of_unit) trace_unit_end<Cfg>(p, slot.unit);
+    }
+  }
+  // Tell the writer there is no more work.
+  named_sync(kBarDqEmpty, 32 + Cfg::kConsumerThreads);
+  if (fresh_thread_index() == 128) ss.dq_slot.visit = -1;
+  named_arrive(kBarDqFull, 32 + Cfg::kConsumerThreads);
+}
+
+template <class Cfg>
+__global__ void __launch_bounds__(Cfg::kThreads, 1) bwd_main_kernel(const __grid_constant__ KernelParams<Cfg> kp) {
+  extern __shared__ unsigned char smem_raw[];
+  // The swizzled tiles need 1 KiB alignment (the host asks for 1 KiB extra). The
+  // offset is added to the __shared__ array itself, not to an integer copy of its
+  // address, so that the compiler still knows the storage is shared: through an
+  // integer round trip every access became a generic load or store.
+  auto& ss = *reinterpret_cast<SharedStorage<Cfg>*>(smem_raw + ((1024u - (smem_u32(smem_raw) & 1023u)) & 1023u));
+  const int warp = threadIdx.x / 32;
+
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < Cfg::kStages; ++s) {
+      mbar_init(&ss.full[s], 1);
+      mbar_init(&ss.empty[s], 2);  // one arrival per consumer warpgroup
+    }
+    mbar_init(&ss.kv_full, 1);
+    mbar_init(&ss.kv_empty, 2);
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    cute::prefetch_tma_descriptor(kp.tma_q.get_tma_descriptor());
+    cute::prefetch_tma_descriptor(kp.tma_do.get_tma_descriptor());
+    cute::prefetch_tma_descriptor(kp.tma_k.get_tma_descriptor());
+    cute::prefetch_tma_descriptor(kp.tma_v.get_tma_descriptor());
+    cute::prefetch_tma_descriptor(kp.tma_dq.get_tma_descriptor());
+  }
+  __syncthreads();
+
+  if (warp < 4) {
+    cutlass::arch::warpgroup_reg_dealloc<Cfg::kProducerRegs>();
+    if (warp == 0) {
+      if (cute::elect_one_sync()) run_producer<Cfg>(kp, ss);
+    } else if (warp == 1) {
+      run_dq_writer<Cfg>(kp, ss);
+    }
+  } else {
+    cutlass::arch::warpgroup_reg_alloc<Cfg::kConsumerRegs>();
+    run_consumers<Cfg>(kp, ss);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Host side.
+// ---------------------------------------------------------------------------
+
+template <class Cfg>
+struct MainLoop {
+  static constexpr int kThreads = Cfg::kThreads;
+  static constexpr int kSmemBytes = int(sizeof(SharedStorage<Cfg>)) + 1024;
+  // The roles loop over units with stride gridDim.x: a grid smaller than the
+  // unit count is the persistent launch.
+  static constexpr bool kPersistent = true;
+  using Params = KernelParams<Cfg>;
+
+  static const void* kernel() { return reinterpret_cast<const void*>(&bwd_main_kernel<Cfg>); }
+
+  // The TMA descriptors of the problem's tensors (cuTensorMapEncodeTiled, through
+  // the runtime's driver entry point: no -lcuda).
+  static Params prepare(const BwdParams& p) {
+    Params kp{};
+    kp.p = p;
+    const int64_t row = (int64_t)p.heads * Cfg::HEAD_DIM;
+    auto qkv = [&](const __nv_bfloat16* ptr, int seqlen) {
+      return make_tensor(make_gmem_ptr(reinterpret_cast<const Element*>(ptr)), qkv_shape<Cfg>(p, seqlen),
+                         typename Cfg::StrideQkv{row, _1{}, (int64_t)Cfg::HEAD_DIM, (int64_t)seqlen * row});
+    };
+    kp.tma_q = make_tma_copy(SM90_TMA_LOAD{}, qkv(p.q, p.seqlen_q), typename Cfg::SmemLayoutQ{});
+    kp.tma_do = make_tma_copy(SM90_TMA_LOAD{}, qkv(p.dout, p.seqlen_q), typename Cfg::SmemLayoutQ{});
+    kp.tma_k = make_tma_copy(SM90_TMA_LOAD{}, qkv(p.k, p.seqlen_k), typename Cfg::SmemLayoutK{});
+    kp.tma_v = make_tma_copy(SM90_TMA_LOAD{}, qkv(p.v, p.seqlen_k), typename Cfg::SmemLayoutK{});
+    const int64_t acc_row = dq_accum_row_stride(Cfg::HEAD_DIM);
+    Tensor mDq = make_tensor(make_gmem_ptr(p.dq_accum), dq_shape<Cfg>(p),
+                             typename Cfg::StrideDq{acc_row, _1{}, (int64_t)p.seqlen_q_pad * acc_row});
+    kp.tma_dq = make_tma_copy(SM90_TMA_REDUCE_ADD{}, mDq, typename Cfg::SmemLayoutDq{});
+    return kp;
+  }
+
+  static void launch(const Params& kp, int grid, cudaStream_t stream) {
+    bwd_main_kernel<Cfg><<<grid, kThreads, kSmemBytes, stream>>>(kp);
+  }
+};
+
+}  // namespace sm90
+}  // namespace dashc
