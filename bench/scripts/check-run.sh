@@ -5,11 +5,13 @@
 set -uo pipefail
 export PATH=/usr/local/cuda/bin:$PATH
 D=target/dashc-dev
+A="--arch ${ARCH:-sm90}"
+[ "${ARCH:-sm90}" = sm90 ] && WHEEL=$(ls target/cutlass-wheel/nvidia_cutlass-*.whl) kernels/fetch-cutlass.sh > /dev/null
 R=$OUT/check
 mkdir -p $R
 nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv,noheader | tee $R/device.txt
 for hd in 64 128; do for mask in full causal; do for s in 512 1024 2048 4096; do
-  $D run --seqlen $s --batch $((16384 / s)) --heads $((2048 / hd)) --head-dim $hd --mask $mask --check --reps 2 \
+  $D run $A --seqlen $s --batch $((16384 / s)) --heads $((2048 / hd)) --head-dim $hd --mask $mask --check --reps 2 \
     --nondeterministic --work-dir /tmp/dashc-run --json > $R/check-hd$hd-$mask-$s.json 2>>$R/check.log \
     || echo "FAILED check hd$hd $mask $s" | tee -a $R/check.log
   echo "done hd$hd $mask $s at ${SECONDS}s"

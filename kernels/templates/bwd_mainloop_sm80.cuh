@@ -19,6 +19,7 @@
 #include <cstdint>
 
 #include "bwd_params.h"
+#include "bwd_postprocess.cuh"
 #include "dq_semaphore.cuh"
 #include "schedule.cuh"
 
@@ -635,6 +636,13 @@ struct Sm80MainLoop {
   static Params prepare(const BwdParams& p) { return p; }
   static void launch(const Params& p, int grid, cudaStream_t stream) {
     bwd_main_kernel<Cfg><<<grid, kThreads, kSmemBytes, stream>>>(p);
+  }
+
+  // dQ from the accumulator (row-major, padded rows: bwd_postprocess.cuh).
+  static void launch_postprocess(const BwdParams& p, cudaStream_t stream) {
+    bwd_postprocess_kernel<Cfg::HEAD_DIM>
+        <<<dim3((p.seqlen_q + kPostprocessRows - 1) / kPostprocessRows, p.batch * p.heads), kPostprocessThreads, 0,
+           stream>>>(p);
   }
 };
 

@@ -1,18 +1,19 @@
 // ${ banner }
 //
 // Attention backward main loop, Hopper path (sm_90a): TMA loads completing on
-// mbarriers, wgmma from shared memory, warp specialization, and the dQ partials
-// added into the FP32 accumulator by TMA reduce-adds from a warp of their own.
+// mbarriers, wgmma, warp specialization, and the dQ partials added into the FP32
+// accumulator by bulk reduce-adds from a warp of their own.
 //
 // One CTA of three warpgroups (384 threads):
 //   warpgroup 0, warp 0  the producer: walks the schedule (schedule.cuh's data),
 //                        loads K_j/V_j once per KV tile and Q_i, dO_i, LSE_i, D_i
 //                        per visit into a two-stage ring, and hands each visit's
 //                        entry to the other roles through the ring.
-//   warpgroup 0, warp 1  the dQ writer: per visit, waits for the consumers' FP32
+//   warpgroup 0, warps 1, 2  the dQ writers, one per staging buffer (alternate
+//                        visits): per visit, waits for the consumers' FP32
 //                        dQ partial in shared memory, waits for its rank on the
 //                        dQ tile (dq_semaphore.cuh; deterministic build only),
-//                        adds the partial with a TMA reduce-add, and releases the
+//                        adds the partial with a bulk reduce-add, and releases the
 //                        rank once the add has landed.
 //   warpgroups 1 and 2   the consumers: the five products of every visit,
 //                        S^T = K Q^T, dP^T = V dO^T (transposed, so that each
@@ -25,8 +26,8 @@
 // one (a CTA per SM, CTA p running units p, p + P, p + 2P, ...: the analyzer's
 // static persistent policy): the roles loop over units with stride gridDim.x.
 //
-// The softmax scale of dQ is applied in the postprocess kernel (shared with the
-// portable path, which reads the same accumulator layout), that of dK here.
+// The softmax scale of dQ is applied in this main loop's postprocess kernel (the
+// accumulator is in fragment order: see dq_block_floats), that of dK here.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -66,6 +67,12 @@ struct BwdConfig {
   static constexpr int kConsumerThreads = 256;  // two warpgroups
   static constexpr int kThreads = 128 + kConsumerThreads;
   static constexpr int kStages = 2;             // Q/dO/LSE/D ring
+  // FP32 dQ staging buffers: with two, the consumers stage a visit's partial
+  // while the writer still adds the previous one.
+  static constexpr int kDqStages = 2;
+  // LSE and D of a thread's query columns held in registers across the S^T/dP^T
+  // waits (see run_consumers): at BLOCK_M = 64 only, where the 16 + 16 fit.
+  static constexpr bool kPrefetchRowStats = BLOCK_M == 64;
   // setmaxnreg budgets. The CTA's pool is what the launch allocated: 168 per
   // thread (__launch_bounds__(384, 1): 65536 / 384, rounded down to 8) x 384 =
   // 64512. An increase waits until the pool has the registers, so the budgets
@@ -94,9 +101,6 @@ struct BwdConfig {
   using SmemLayoutQt = decltype(composition(SmemLayoutQ{}, make_layout(Shape<HD, BM>{}, GenRowMajor{})));
   using SmemLayoutKt = decltype(composition(SmemLayoutK{}, make_layout(Shape<HD, BN>{}, GenRowMajor{})));
   using SmemLayoutPt = decltype(composition(SmemLayoutP{}, make_layout(Shape<BN, BM>{}, GenRowMajor{})));
-  // The FP32 dQ partial, staged for the TMA reduce-add: 128-byte swizzle over
-  // 32-float rows, so that the accumulator fragments store without bank conflicts.
-  using SmemLayoutDq = decltype(tile_to_shape(GMMA::Layout_K_SW128_Atom<float>{}, Shape<BM, HD>{}));
 
   // The products. S^T and dP^T (BLOCK_N x BLOCK_M over d) and dV, dK (BLOCK_N x d
   // over m): warpgroup w owns KV rows [64w, 64w + 64), and dV/dK take their A
@@ -131,8 +135,6 @@ struct BwdConfig {
   // dQ accumulator as (padded seqlen_q, d, batch * heads) with its padded rows.
   using ShapeQkv = Shape<int32_t, int32_t, int32_t, int32_t>;
   using StrideQkv = Stride<int64_t, _1, int64_t, int64_t>;
-  using ShapeDq = Shape<int32_t, int32_t, int32_t>;
-  using StrideDq = Stride<int64_t, _1, int64_t>;
   using TmaQ = decltype(make_tma_copy(SM90_TMA_LOAD{},
                                       make_tensor(make_gmem_ptr(static_cast<const Element*>(nullptr)), ShapeQkv{},
                                                   StrideQkv{}),
@@ -141,26 +143,22 @@ struct BwdConfig {
                                       make_tensor(make_gmem_ptr(static_cast<const Element*>(nullptr)), ShapeQkv{},
                                                   StrideQkv{}),
                                       SmemLayoutK{}));
-  using TmaDq = decltype(make_tma_copy(SM90_TMA_REDUCE_ADD{},
-                                       make_tensor(make_gmem_ptr(static_cast<float*>(nullptr)), ShapeDq{}, StrideDq{}),
-                                       SmemLayoutDq{}));
 
   static constexpr uint32_t kQTileBytes = BLOCK_M * HEAD_DIM * 2;
   static constexpr uint32_t kKvTileBytes = BLOCK_N * HEAD_DIM * 2;
   static constexpr uint32_t kRowStatBytes = BLOCK_M * 4;
 };
 
-// Byte offset of dQ element (row, col) in the staging tile, SmemLayoutDq spelled
-// out: 128-byte swizzle atoms of 8 rows x 32 floats, tiled down the rows first;
-// inside an atom, 16-byte chunk c of row r sits at chunk c ^ (r % 8). (The tile is
-// 1 KiB aligned, so the swizzle of the offset is the swizzle of the address, as the
-// TMA unit applies it.) Columns col and col + 1 (col even) stay adjacent.
+// The FP32 dQ partial of a visit travels in fragment order: float4 chunk c of
+// consumer thread t (accumulator values 4c .. 4c + 3 of its dQ fragment) sits at
+// float offset (c * 256 + t) * 4 of a BLOCK_M x d block, in the shared staging
+// buffer and in the global accumulator alike (one block per (batch * head,
+// q tile)). Each warp stores 512 contiguous bytes per instruction (no bank
+// conflicts, no address arithmetic), and the writer adds the whole block with a
+// single bulk reduce. The postprocess kernel puts the values back in place.
 template <class Cfg>
-__host__ __device__ constexpr uint32_t dq_stage_offset(int row, int col) {
-  const uint32_t atom = uint32_t(row / 8 + (col / 32) * (Cfg::BLOCK_M / 8));
-  const uint32_t in_row = uint32_t(col % 32) * 4;
-  const uint32_t r = uint32_t(row % 8);
-  return atom * 1024 + r * 128 + ((((in_row >> 4) ^ r) << 4) | (in_row & 15));
+__host__ __device__ constexpr int dq_block_floats() {
+  return Cfg::BLOCK_M * Cfg::HEAD_DIM;
 }
 
 // What the producer hands to the consumers with each stage, and the consumers to
@@ -183,11 +181,11 @@ struct SharedStorage {
   alignas(1024) Element q[Cfg::kStages][cosize_v<typename Cfg::SmemLayoutQ>];
   alignas(1024) Element dout[Cfg::kStages][cosize_v<typename Cfg::SmemLayoutQ>];
   alignas(1024) Element ds[2][cosize_v<typename Cfg::SmemLayoutP>];  // by visit parity
-  alignas(1024) float dq[cosize_v<typename Cfg::SmemLayoutDq>];
+  alignas(128) float dq[Cfg::kDqStages][dq_block_floats<Cfg>()];  // fragment order (see dq_block_floats)
   alignas(16) float lse[Cfg::kStages][Cfg::BLOCK_M];
   alignas(16) float dsum[Cfg::kStages][Cfg::BLOCK_M];
   VisitSlot slot[Cfg::kStages];
-  VisitSlot dq_slot;
+  VisitSlot dq_slot[Cfg::kDqStages];
   alignas(8) uint64_t full[Cfg::kStages];   // producer -> consumers: the stage's loads landed
   uint64_t empty[Cfg::kStages];             // consumers -> producer: the stage may be refilled
   uint64_t kv_full;                         // K_j/V_j landed
@@ -250,11 +248,12 @@ __device__ __forceinline__ unsigned long long pipeline_timeout_ns(const BwdParam
 
 // Named barriers 1-3 (0 is __syncthreads). bar.arrive does not wait; bar.sync
 // waits for `count` threads in all, arrivals included.
+// A named barrier cannot count a second phase before the first completes, so each
+// dQ staging buffer has its own pair.
 enum NamedBarrier : uint32_t {
   kBarConsumers = 1,  // the 256 consumer threads
-  kBarDqFull = 2,     // consumers arrive (dQ partial staged), the writer syncs
-  kBarDqEmpty = 3,    // the writer arrives (staging read out), consumers sync
-  kBarWarpgroup0 = 4,  // the 128 threads of consumer warpgroup 0 (5: of warpgroup 1)
+  kBarDqFull = 2,     // + buffer: consumers arrive (dQ partial staged), the writer syncs
+  kBarDqEmpty = 4,    // + buffer: the writer arrives (staging read out), consumers sync
 };
 
 __device__ __forceinline__ void named_sync(uint32_t id, uint32_t count) {
@@ -265,12 +264,12 @@ __device__ __forceinline__ void named_arrive(uint32_t id, uint32_t count) {
 }
 
 // Shared memory written by ordinary stores and read next by the async proxy
-// (wgmma operands, the TMA reduce-add's source).
+// (wgmma operands, the bulk reduce-add's source).
 __device__ __forceinline__ void fence_async_shared() {
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 }
 // Global memory between the generic proxy (the semaphore) and the async proxy
-// (the TMA reduce-adds).
+// (the bulk reduce-adds).
 __device__ __forceinline__ void fence_async_global() { asm volatile("fence.proxy.async.global;\n" ::: "memory"); }
 
 // 1-D bulk copy global -> shared completing on an mbarrier (LSE and D rows).
@@ -280,6 +279,13 @@ __device__ __forceinline__ void bulk_copy_g2s(void* dst, const void* src, uint32
           smem_u32(dst)),
       "l"(src), "r"(bytes), "r"(smem_u32(bar))
       : "memory");
+}
+
+// Adds `bytes` of FP32 from shared to global memory (one bulk reduce, async proxy).
+__device__ __forceinline__ void bulk_reduce_add_s2g(float* dst, const float* src, uint32_t bytes) {
+  asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], %2;\n" ::"l"(dst),
+               "r"(smem_u32(src)), "r"(bytes)
+               : "memory");
 }
 
 // Waits until every bulk operation this thread committed has completed, writes
@@ -322,16 +328,11 @@ struct KernelParams {
   typename Cfg::TmaQ tma_do;
   typename Cfg::TmaK tma_k;
   typename Cfg::TmaK tma_v;
-  typename Cfg::TmaDq tma_dq;
 };
 
 template <class Cfg>
 __host__ __device__ typename Cfg::ShapeQkv qkv_shape(const BwdParams& p, int seqlen) {
   return typename Cfg::ShapeQkv{seqlen, int32_t(Cfg::HEAD_DIM), p.heads, p.batch};
-}
-template <class Cfg>
-__host__ __device__ typename Cfg::ShapeDq dq_shape(const BwdParams& p) {
-  return typename Cfg::ShapeDq{p.seqlen_q_pad, int32_t(Cfg::HEAD_DIM), p.batch * p.heads};
 }
 
 // Trace build only (TRACE): %globaltimer stamps in the layout of the portable
@@ -424,22 +425,26 @@ __device__ void run_producer(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& ss
   mbar_arrive(&ss.full[s]);
 }
 
-// dQ writer (one warp). Per partial: wait until it is staged, wait for the rank,
-// reduce-add it into the accumulator, let the consumers restage as soon as the
-// source has been read, and release the rank once the add has landed.
+// A dQ writer (one warp per staging buffer: writer b takes the visits whose
+// count is b modulo kDqStages). Per partial: wait until it is staged, wait for
+// the rank, reduce-add it into the accumulator, let the consumers restage as soon
+// as the source has been read, and release the rank once the add has landed.
+// With one writer, that completion wait (about a microsecond of L2 round trip)
+// held up the next visit's partial: the consumers waited for the writer for 13%
+// of their time (Nsight Compute, hd128 full 16384). With a writer per buffer,
+// each has two visits' time for it, and no release waits behind another visit's
+// rank wait, so the hand-off order is the schedule's.
 template <class Cfg>
-__device__ void run_dq_writer(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& ss) {
+__device__ void run_dq_writer(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& ss, int b) {
   const BwdParams& p = kp.p;
   const int lane = threadIdx.x & 31;
-  Tensor sDq = make_tensor(make_smem_ptr(ss.dq), typename Cfg::SmemLayoutDq{});
-  Tensor mDq = kp.tma_dq.get_tma_tensor(dq_shape<Cfg>(p));
-  auto tma_dq = kp.tma_dq.get_slice(_0{});
+
   bool give_up = false;  // a rank wait failed: the host reports it; the adds stop
 
-  named_arrive(kBarDqEmpty, 32 + Cfg::kConsumerThreads);  // the staging buffer starts empty
+  named_arrive(kBarDqEmpty + b, 32 + Cfg::kConsumerThreads);  // the buffer starts empty
   for (;;) {
-    named_sync(kBarDqFull, 32 + Cfg::kConsumerThreads);
-    const VisitSlot slot = read_slot(ss.dq_slot);
+    named_sync(kBarDqFull + b, 32 + Cfg::kConsumerThreads);
+    const VisitSlot slot = read_slot(ss.dq_slot[b]);
     if (!slot.valid()) break;
     const Visit v = decode_visit(VisitEntry{slot.kv_q, slot.rank_flags});
     int* sem = p.dq_semaphore + (size_t)slot.bh * p.m_tiles + v.q;
@@ -453,14 +458,14 @@ __device__ void run_dq_writer(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
         // The semaphore was read (acquire) by the generic proxy; the add goes
         // through the async proxy.
         if constexpr (Cfg::DETERMINISTIC) fence_async_global();
-        Tensor gDq = local_tile(mDq(_, _, slot.bh), Shape<typename Cfg::BM, typename Cfg::HD>{}, make_coord(v.q, 0));
-        copy(kp.tma_dq, tma_dq.partition_S(sDq), tma_dq.partition_D(gDq));
+        float* dst = p.dq_accum + ((size_t)slot.bh * p.m_tiles + v.q) * dq_block_floats<Cfg>();
+        bulk_reduce_add_s2g(dst, &ss.dq[b][0], dq_block_floats<Cfg>() * 4);
       }
       tma_store_arrive();
       tma_store_wait<0>();  // the staged partial has been read out
     }
     __syncwarp();
-    named_arrive(kBarDqEmpty, 32 + Cfg::kConsumerThreads);
+    named_arrive(kBarDqEmpty + b, 32 + Cfg::kConsumerThreads);
     if constexpr (Cfg::DETERMINISTIC) {
       if (lane == 0 && !give_up) {
         bulk_wait_all_complete();  // the add has landed in global memory
@@ -564,16 +569,42 @@ __device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
     // ---- P^T = exp2(S^T * scale * log2e - LSE * log2e), while dP^T runs ----
     // Element masking only where the tile reaches past seqlen_k or crosses the
     // causal diagonal; query columns past seqlen_q give P = 0 through their +inf LSE.
+    // The accumulator fragment is ((2 columns, 2 row halves, BLOCK_M / 8 column
+    // blocks), 1, 1): element i sits in column pair i / 4. The LSE (times -log2 e)
+    // of this thread's column pairs is read before the wait, so that the shared
+    // memory latency hides behind the product instead of stalling the exp2s.
+    // At BLOCK_M = 128 (head dim 64) the 32 registers that takes would spill: the
+    // values are read where they are used instead.
+    static_assert(decltype(size(acc_s))::value == Cfg::BLOCK_M / 2, "one 64-row accumulator per warpgroup");
+    // Only the loads come before the wait: scaling them there would stall on them.
+    constexpr int kPairs = Cfg::kPrefetchRowStats ? Cfg::BLOCK_M / 8 : 1;
+    float2 neg_lse2[kPairs];
+    if constexpr (Cfg::kPrefetchRowStats) {
+      CUTE_UNROLL
+      for (int j = 0; j < kPairs; ++j) neg_lse2[j] = *reinterpret_cast<const float2*>(lse + get<1>(cSt(4 * j)));
+    }
+    const Visit tile = decode_visit(VisitEntry{read_slot(ss.slot[s]).kv_q, 0});
     warpgroup_wait<1>();
     warpgroup_fence_operand(acc_s);
+    if constexpr (Cfg::kPrefetchRowStats) {
+      CUTE_UNROLL
+      for (int j = 0; j < kPairs; ++j) neg_lse2[j] = make_float2(-neg_lse2[j].x * kLog2e, -neg_lse2[j].y * kLog2e);
+    }
     Tensor p_bf16 = make_tensor_like<Element>(acc_s);
     {
-      const Visit cur = decode_visit(VisitEntry{read_slot(ss.slot[s]).kv_q, 0});
-      const int row_first = cur.q * Cfg::BLOCK_M;
-      const int col_first = cur.kv * Cfg::BLOCK_N;
+      const int row_first = tile.q * Cfg::BLOCK_M;
+      const int col_first = tile.kv * Cfg::BLOCK_N;
       bool need_mask = col_first + Cfg::BLOCK_N > p.seqlen_k;
       if constexpr (Cfg::IS_CAUSAL) need_mask |= col_first + Cfg::BLOCK_N - 1 > row_first + causal_offset;
-      auto exp_row = [&](int i) { return fast_exp2(fmaf(acc_s(i), p.softmax_scale_log2, -lse[get<1>(cSt(i))] * kLog2e)); };
+      auto exp_row = [&](int i) {
+        float neg_lse;
+        if constexpr (Cfg::kPrefetchRowStats) {
+          neg_lse = i % 2 ? neg_lse2[i / 4].y : neg_lse2[i / 4].x;
+        } else {
+          neg_lse = -lse[get<1>(cSt(i))] * kLog2e;
+        }
+        return fast_exp2(fmaf(acc_s(i), p.softmax_scale_log2, neg_lse));
+      };
       // Two loops rather than one with a per-element test: the masked one holds
       // more registers, and most tiles need none.
       if (need_mask) {
@@ -593,11 +624,24 @@ __device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
     }
 
     // ---- dS^T = P^T o (dP^T - D); dS stored (transposed) for dQ; dV += P^T dO ----
+    float2 dsum2[kPairs];  // D of this thread's column pairs, read before the wait as the LSE
+    if constexpr (Cfg::kPrefetchRowStats) {
+      CUTE_UNROLL
+      for (int j = 0; j < kPairs; ++j) dsum2[j] = *reinterpret_cast<const float2*>(dsum + get<1>(cSt(4 * j)));
+    }
     warpgroup_wait<0>();
     warpgroup_fence_operand(acc_dp);
     Tensor ds_bf16 = make_tensor_like<Element>(acc_dp);
     CUTE_UNROLL
-    for (int i = 0; i < size(acc_dp); ++i) ds_bf16(i) = Element(float(p_bf16(i)) * (acc_dp(i) - dsum[get<1>(cSt(i))]));
+    for (int i = 0; i < size(acc_dp); ++i) {
+      float d;
+      if constexpr (Cfg::kPrefetchRowStats) {
+        d = i % 2 ? dsum2[i / 4].y : dsum2[i / 4].x;
+      } else {
+        d = dsum[get<1>(cSt(i))];
+      }
+      ds_bf16(i) = Element(float(p_bf16(i)) * (acc_dp(i) - d));
+    }
     {
       auto store_ds = make_tiled_copy_C(typename Cfg::StoreAtomDst{}, mma_sdp);
       auto thr_store = store_ds.get_thread_slice(tid);
@@ -649,30 +693,32 @@ __device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
       warpgroup_wait<1>();
       warpgroup_fence_operand(acc_dv);
       warpgroup_fence_operand(acc_dq);
-      named_sync(kBarDqEmpty, 32 + Cfg::kConsumerThreads);
-      // 8-byte shared stores of adjacent column pairs at their swizzled addresses.
-      // (cute::copy into the swizzled tensor went through generic addresses, one
-      // 4-byte store per element.)
-      Tensor cDq = thr_dq.partition_C(make_identity_tensor(Shape<BM, HD>{}));
-      const uint32_t dq_base = smem_u32(ss.dq);
+      const int b = count % Cfg::kDqStages;
+      named_sync(kBarDqEmpty + b, 32 + Cfg::kConsumerThreads);
+      // In fragment order (see dq_block_floats): one 16-byte store per 4 values.
+      static_assert(decltype(size(acc_dq))::value * Cfg::kConsumerThreads == dq_block_floats<Cfg>(), "dQ fragment");
+      float4* dq_stage = reinterpret_cast<float4*>(&ss.dq[b][0]) + tid;
       CUTE_UNROLL
-      for (int i = 0; i < size(acc_dq); i += 2) {
-        const uint32_t addr = dq_base + dq_stage_offset<Cfg>(get<0>(cDq(i)), get<1>(cDq(i)));
-        asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(addr), "f"(acc_dq(i)), "f"(acc_dq(i + 1)));
+      for (int c = 0; c < size(acc_dq) / 4; ++c) {
+        dq_stage[c * Cfg::kConsumerThreads] =
+            make_float4(acc_dq(4 * c), acc_dq(4 * c + 1), acc_dq(4 * c + 2), acc_dq(4 * c + 3));
       }
-      fence_async_shared();
-      if (tid == 0) ss.dq_slot = read_slot(ss.slot[s]);
-      named_arrive(kBarDqFull, 32 + Cfg::kConsumerThreads);
-
+      if (tid == 0) ss.dq_slot[b] = read_slot(ss.slot[s]);
+      // The proxy fence waits for this thread's stores to land: placed after the
+      // wait for dK, the stores have landed meanwhile (before it, the fence
+      // stalled the consumers for 4% of their time). The writer has slack.
       warpgroup_wait<0>();
       warpgroup_fence_operand(acc_dk);
+      fence_async_shared();
+      named_arrive(kBarDqFull + b, 32 + Cfg::kConsumerThreads);
     }
-    // This warpgroup is done with the stage (Q, dO, LSE, D) and, after a KV
-    // tile's last visit, with K and V: one arrival per warpgroup.
+    // This warp is done with the stage (Q, dO, LSE, D) and, after a KV tile's
+    // last visit, with K and V (its warpgroup's products are complete): one
+    // arrival per warp.
     const VisitSlot slot = read_slot(ss.slot[s]);
     const Visit cur = decode_visit(VisitEntry{slot.kv_q, slot.rank_flags});
-    named_sync(kBarWarpgroup0 + tid / 128, 128);  // the whole warpgroup has read the slot
-    if ((fresh_thread_index() & 127) == 0) {
+    __syncwarp();  // the whole warp has read the slot
+    if ((fresh_thread_index() & 31) == 0) {
       mbar_arrive(&ss.empty[s]);
       if (cur.last_of_kv()) mbar_arrive(&ss.kv_empty);
     }
@@ -702,35 +748,43 @@ __device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
       if (fresh_thread_index() == 128 && slot.last_of_unit) trace_unit_end<Cfg>(p, slot.unit);
     }
   }
-  // Tell the writer there is no more work.
-  named_sync(kBarDqEmpty, 32 + Cfg::kConsumerThreads);
-  if (fresh_thread_index() == 128) ss.dq_slot.visit = -1;
-  named_arrive(kBarDqFull, 32 + Cfg::kConsumerThreads);
+  // Tell every writer there is no more work, each in its turn.
+  for (int i = 0; i < Cfg::kDqStages; ++i) {
+    const int b = (count + i) % Cfg::kDqStages;
+    named_sync(kBarDqEmpty + b, 32 + Cfg::kConsumerThreads);
+    if (fresh_thread_index() == 128) ss.dq_slot[b].visit = -1;
+    named_arrive(kBarDqFull + b, 32 + Cfg::kConsumerThreads);
+  }
 }
 
 template <class Cfg>
 __global__ void __launch_bounds__(Cfg::kThreads, 1) bwd_main_kernel(const __grid_constant__ KernelParams<Cfg> kp) {
-  extern __shared__ unsigned char smem_raw[];
-  // The swizzled tiles need 1 KiB alignment (the host asks for 1 KiB extra). The
-  // offset is added to the __shared__ array itself, not to an integer copy of its
-  // address, so that the compiler still knows the storage is shared: through an
-  // integer round trip every access became a generic load or store.
-  auto& ss = *reinterpret_cast<SharedStorage<Cfg>*>(smem_raw + ((1024u - (smem_u32(smem_raw) & 1023u)) & 1023u));
+  extern __shared__ __align__(1024) unsigned char smem_raw[];
+  // The swizzled tiles need 1 KiB alignment. The kernel has no static shared
+  // memory, so the dynamic block starts the CTA's window, which is 1 KiB aligned;
+  // there is no room for alignment slack at head dim 64 (the storage fills the
+  // 227 KiB). Checked rather than assumed: a misaligned block would swizzle
+  // differently from what TMA and wgmma expect, so it is reported (code 3) and
+  // the kernel does nothing.
+  if (smem_u32(smem_raw) & 1023u) {
+    if (threadIdx.x == 0) report_spin_error(kp.p, 3, -1, -1, -1, int(smem_u32(smem_raw)));
+    return;
+  }
+  auto& ss = *reinterpret_cast<SharedStorage<Cfg>*>(smem_raw);
   const int warp = threadIdx.x / 32;
 
   if (threadIdx.x == 0) {
     for (int s = 0; s < Cfg::kStages; ++s) {
       mbar_init(&ss.full[s], 1);
-      mbar_init(&ss.empty[s], 2);  // one arrival per consumer warpgroup
+      mbar_init(&ss.empty[s], 8);  // one arrival per consumer warp
     }
     mbar_init(&ss.kv_full, 1);
-    mbar_init(&ss.kv_empty, 2);
+    mbar_init(&ss.kv_empty, 8);
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     cute::prefetch_tma_descriptor(kp.tma_q.get_tma_descriptor());
     cute::prefetch_tma_descriptor(kp.tma_do.get_tma_descriptor());
     cute::prefetch_tma_descriptor(kp.tma_k.get_tma_descriptor());
     cute::prefetch_tma_descriptor(kp.tma_v.get_tma_descriptor());
-    cute::prefetch_tma_descriptor(kp.tma_dq.get_tma_descriptor());
   }
   __syncthreads();
 
@@ -738,12 +792,47 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) bwd_main_kernel(const __grid
     cutlass::arch::warpgroup_reg_dealloc<Cfg::kProducerRegs>();
     if (warp == 0) {
       if (cute::elect_one_sync()) run_producer<Cfg>(kp, ss);
-    } else if (warp == 1) {
-      run_dq_writer<Cfg>(kp, ss);
+    } else if (warp <= Cfg::kDqStages) {
+      run_dq_writer<Cfg>(kp, ss, warp - 1);
     }
   } else {
     cutlass::arch::warpgroup_reg_alloc<Cfg::kConsumerRegs>();
     run_consumers<Cfg>(kp, ss);
+  }
+}
+
+// dQ = bf16(dq_accum * softmax_scale) from the main loop's fragment-ordered
+// blocks (dq_block_floats): one CTA of the consumers' 256 threads per
+// (batch * head, q tile). Thread t reads the chunks that consumer thread t
+// stored (coalesced 16-byte loads) and finds each value's (row, column) through
+// the dQ product's accumulator partition, the layout they came from.
+template <class Cfg>
+__global__ void __launch_bounds__(Cfg::kConsumerThreads) bwd_postprocess_kernel(const BwdParams p) {
+  const int q_tile = blockIdx.x, bh = blockIdx.y;
+  const int t = threadIdx.x;
+  typename Cfg::MmaDq mma_dq;
+  Tensor cDq = mma_dq.get_thread_slice(t).partition_C(
+      make_identity_tensor(Shape<typename Cfg::BM, typename Cfg::HD>{}));
+  const float4* src =
+      reinterpret_cast<const float4*>(p.dq_accum + ((size_t)bh * p.m_tiles + q_tile) * dq_block_floats<Cfg>()) + t;
+  const int batch = bh / p.heads, head = bh - batch * p.heads;
+  const size_t row_stride = (size_t)p.heads * Cfg::HEAD_DIM;
+  __nv_bfloat16* dq = p.dq + ((size_t)batch * p.seqlen_q + (size_t)q_tile * Cfg::BLOCK_M) * row_stride +
+                      (size_t)head * Cfg::HEAD_DIM;
+  const int rows = p.seqlen_q - q_tile * Cfg::BLOCK_M;  // rows of this tile inside the sequence
+  CUTE_UNROLL
+  for (int c = 0; c < size(cDq) / 4; ++c) {
+    const float4 v = src[c * Cfg::kConsumerThreads];
+    const float pair[2][2] = {{v.x, v.y}, {v.z, v.w}};
+    CUTE_UNROLL
+    for (int k = 0; k < 2; ++k) {
+      // Values 4c + 2k and 4c + 2k + 1 are neighbouring columns of one row.
+      const int row = get<0>(cDq(4 * c + 2 * k)), col = get<1>(cDq(4 * c + 2 * k));
+      if (row < rows) {
+        *reinterpret_cast<__nv_bfloat162*>(dq + (size_t)row * row_stride + col) =
+            __floats2bfloat162_rn(pair[k][0] * p.softmax_scale, pair[k][1] * p.softmax_scale);
+      }
+    }
   }
 }
 
@@ -754,7 +843,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) bwd_main_kernel(const __grid
 template <class Cfg>
 struct MainLoop {
   static constexpr int kThreads = Cfg::kThreads;
-  static constexpr int kSmemBytes = int(sizeof(SharedStorage<Cfg>)) + 1024;
+  static constexpr int kSmemBytes = int(sizeof(SharedStorage<Cfg>));
   // The roles loop over units with stride gridDim.x: a grid smaller than the
   // unit count is the persistent launch.
   static constexpr bool kPersistent = true;
@@ -776,15 +865,16 @@ struct MainLoop {
     kp.tma_do = make_tma_copy(SM90_TMA_LOAD{}, qkv(p.dout, p.seqlen_q), typename Cfg::SmemLayoutQ{});
     kp.tma_k = make_tma_copy(SM90_TMA_LOAD{}, qkv(p.k, p.seqlen_k), typename Cfg::SmemLayoutK{});
     kp.tma_v = make_tma_copy(SM90_TMA_LOAD{}, qkv(p.v, p.seqlen_k), typename Cfg::SmemLayoutK{});
-    const int64_t acc_row = dq_accum_row_stride(Cfg::HEAD_DIM);
-    Tensor mDq = make_tensor(make_gmem_ptr(p.dq_accum), dq_shape<Cfg>(p),
-                             typename Cfg::StrideDq{acc_row, _1{}, (int64_t)p.seqlen_q_pad * acc_row});
-    kp.tma_dq = make_tma_copy(SM90_TMA_REDUCE_ADD{}, mDq, typename Cfg::SmemLayoutDq{});
     return kp;
   }
 
   static void launch(const Params& kp, int grid, cudaStream_t stream) {
     bwd_main_kernel<Cfg><<<grid, kThreads, kSmemBytes, stream>>>(kp);
+  }
+
+  // dQ from the accumulator, in this main loop's layout.
+  static void launch_postprocess(const BwdParams& p, cudaStream_t stream) {
+    bwd_postprocess_kernel<Cfg><<<dim3(p.m_tiles, p.batch * p.heads), Cfg::kConsumerThreads, 0, stream>>>(p);
   }
 };
 

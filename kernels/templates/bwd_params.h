@@ -52,7 +52,8 @@ struct VisitEntry {
 // Where a deterministic wait gave up. Written once (the first CTA to time out
 // wins the `code` compare-and-swap), read by the host after the launch.
 struct SpinError {
-  int32_t code;         // 0 = no error, 1 = semaphore wait timed out, 2 = semaphore overshot the rank
+  int32_t code;         // 0 = no error, 1 = semaphore wait timed out, 2 = semaphore overshot the rank,
+                        // 3 = the sm90 kernel's shared memory was not 1 KiB aligned (seen_value: its address)
   int32_t unit;
   int32_t bh;
   int32_t q_tile;
@@ -98,8 +99,12 @@ struct BwdParams {
   __nv_bfloat16* dk;
   __nv_bfloat16* dv;
 
-  // dQ accumulator, layout [batch * heads, seqlen_q_pad, dq_accum_row_stride(head_dim)]
-  // (FP32), and one semaphore per (bh, q tile), layout [batch * heads, m_tiles].
+  // dQ accumulator (FP32), [batch * heads, seqlen_q_pad, dq_accum_row_stride(head_dim)]
+  // floats, all zeroed by the preprocess kernel. The portable main loop uses it in
+  // that layout; the sm90 one as one fragment-ordered block of BLOCK_M x head_dim
+  // floats per (bh, q tile) (dq_block_floats in its header). Each main loop's
+  // postprocess reads its own layout. One semaphore per (bh, q tile), layout
+  // [batch * heads, m_tiles].
   float* dq_accum;
   int* dq_semaphore;
 

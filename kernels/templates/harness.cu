@@ -38,7 +38,6 @@
 #include "bwd_mainloop_sm80.cuh"
 #endif
 #include "bwd_preprocess.cuh"
-#include "bwd_postprocess.cuh"
 #include "fwd_reference.cuh"
 
 using namespace dashc;
@@ -459,8 +458,7 @@ int main(int argc, char** argv) {
     CHECK_LAUNCH();
   };
   auto launch_post = [&]() {
-    bwd_postprocess_kernel<config::kHeadDim><<<dim3((SQ + kPostprocessRows - 1) / kPostprocessRows, BH),
-                                              kPostprocessThreads>>>(p);
+    MainLoop::launch_postprocess(p, 0);
     CHECK_LAUNCH();
   };
   // Returns false (after printing the error) when a semaphore wait gave up.
@@ -607,7 +605,10 @@ int main(int argc, char** argv) {
   // A non-deterministic build may differ run to run: that is reported, not failed.
   const bool pass = !timed_out && poison_ok && finite && errors_ok && (repeatable || !config::kDeterministic);
 
-  std::string status = timed_out ? (spin.code == 2 ? "rank_overshoot" : "spin_timeout") : pass ? "ok" : "check_failed";
+  static const char* const kKernelErrors[] = {"ok", "spin_timeout", "rank_overshoot", "smem_misaligned"};
+  std::string status = timed_out ? kKernelErrors[spin.code >= 1 && spin.code <= 3 ? spin.code : 1]
+                       : pass    ? "ok"
+                                 : "check_failed";
   std::printf(
       "{\"schema_version\":1,\"tool\":\"${ tool }\",\"status\":\"%s\",\"schedule\":\"%s\",\"variant\":\"%s\","
       "\"device\":\"%s\",\"sm_count\":%d,\"main_loop\":\"%s\",\"launch\":\"%s\",\"grid\":%d,"
@@ -630,6 +631,11 @@ int main(int argc, char** argv) {
       json_num(e_dv.rel_l2).c_str(), tol, finite ? "true" : "false", poison_ok ? "true" : "false",
       repeatable ? "true" : "false", args.repeat_runs, main_attr.numRegs, main_attr.localSizeBytes,
       MainLoop::kSmemBytes, spin.code, spin.unit, spin.bh, spin.q_tile, spin.wanted_rank, spin.seen_value);
+  if (timed_out && spin.code == 3) {
+    std::fprintf(stderr, "error: the main kernel's shared memory starts at 0x%x, not 1 KiB aligned; nothing ran\n",
+                 (unsigned)spin.seen_value);
+    return kExitCheckFailed;
+  }
   if (timed_out) {
     std::fprintf(stderr,
                  "error: %s: unit %d waited on dQ tile (bh %d, q %d) for rank %d, semaphore stayed at %d\n",

@@ -166,17 +166,18 @@ impl KernelConfig {
     /// Dynamic shared memory of the main kernel. Portable loop: mirrors `BwdConfig::kSmemBytes` in its template:
     /// K and V tiles, two stages of Q and dO, P and dS (all bf16), two stages of LSE and D, the schedule
     /// reader's ring of 4 visit entries and two flags (48 bytes with padding). Hopper loop: `SharedStorage` in its
-    /// template plus the 1 KiB of alignment slack: the same tiles, the FP32 dQ staging tile, LSE and D, and under
-    /// 256 bytes of visit slots and mbarriers.
+    /// template: K, V, two stages of Q and dO, two dS tiles (no P), two FP32 dQ staging tiles, LSE and D, and
+    /// under 256 bytes of visit slots and mbarriers.
     pub fn smem_bytes(&self) -> u32 {
         let (d, bm, bn) = (self.head_dim, self.block_m, self.block_n);
         let bf16_elems = 2 * bn * d + 4 * bm * d + 2 * bm * bn;
         match self.main_loop {
             MainLoop::Sm80 => bf16_elems * 2 + 4 * bm * 4 + 48,
             MainLoop::Sm90 => {
-                // The struct is 1 KiB aligned, so its size rounds up to a multiple of 1 KiB.
+                // No P tile, two dS tiles: the bf16 count is the same. Two FP32 dQ staging tiles. The struct is
+                // 1 KiB aligned, so its size rounds up to a multiple of 1 KiB.
                 let small = (4 * bm * 4 + 256).div_ceil(1024) * 1024;
-                bf16_elems * 2 + bm * d * 4 + small + 1024
+                bf16_elems * 2 + 2 * bm * d * 4 + small
             }
         }
     }

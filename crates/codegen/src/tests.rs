@@ -173,9 +173,13 @@ fn for_problem_follows_the_schedule() {
     let c = KernelConfig::for_problem(s.problem(), s.mask(), false, MainLoop::Sm90).expect("supported");
     assert_eq!(c.variant_name(), "sm90_hd128_m64_n128_causal_nondet");
     assert_eq!(c.archs, vec![Arch::Sm90a]);
-    // sizeof(SharedStorage) at head dim 128, BLOCK_M 64 (197 632 bytes rounded up to 1 KiB) plus the 1 KiB of
-    // alignment slack, as nvcc lays the struct out.
-    assert_eq!(c.smem_bytes(), 199_680);
+    // sizeof(SharedStorage) at head dim 128, BLOCK_M 64: 224 KiB of tiles and 2 KiB of the rest.
+    assert_eq!(c.smem_bytes(), 231_424);
+    // At head dim 64 it fills the 227 KiB that sm_90a gives a block.
+    let s64 = schedule(ScheduleKind::Naive, Mask::Causal, 1000, 64);
+    let problem = Problem::new(ProblemSpec { block_m: 128, ..s64.problem().spec() }).expect("valid problem");
+    let c64 = KernelConfig::for_problem(&problem, s64.mask(), true, MainLoop::Sm90).expect("supported");
+    assert_eq!(c64.smem_bytes(), Arch::Sm90a.max_dynamic_smem());
 }
 
 #[test]
