@@ -152,6 +152,10 @@ pub struct CostArgs {
     /// and the dQ release before it (or of a unit's last visit) waits for it (docs/calibration.md)
     #[arg(long)]
     pub kernel_epilogues: bool,
+    /// Model the sm90 main loop's dQ writers: N writers per SM add the partials (with their rank waits) beside
+    /// the compute, one staging buffer each; 0 = the portable loop's add after each compute (docs/calibration.md)
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub dq_writers: u32,
     /// Per-unit start overhead (load K, V)
     #[arg(long, default_value_t = 0.0, value_name = "T")]
     pub unit_start: f64,
@@ -162,7 +166,7 @@ pub struct CostArgs {
     #[arg(long, value_name = "R")]
     pub dkv_reduce: Option<f64>,
     /// Calibrated costs (µs) from `dashc calibrate` (docs/calibration.md); replace the flags above
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["compute", "compute_partial", "scale_by_fraction", "reduce", "handoff", "poll", "kernel_epilogues", "unit_start", "unit_finish", "dkv_reduce"])]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["compute", "compute_partial", "scale_by_fraction", "reduce", "handoff", "poll", "kernel_epilogues", "dq_writers", "unit_start", "unit_finish", "dkv_reduce"])]
     pub costs: Option<PathBuf>,
 }
 
@@ -226,7 +230,7 @@ pub struct GanttArgs {
 }
 
 /// The simulation flags that a timeline file replaces.
-const GANTT_SHAPE_FLAGS: [&str; 35] = [
+const GANTT_SHAPE_FLAGS: [&str; 36] = [
     "batch",
     "heads",
     "kv_heads",
@@ -258,6 +262,7 @@ const GANTT_SHAPE_FLAGS: [&str; 35] = [
     "handoff",
     "poll",
     "kernel_epilogues",
+    "dq_writers",
     "unit_start",
     "unit_finish",
     "dkv_reduce",

@@ -110,6 +110,7 @@ impl Setup {
             handoff: c.handoff,
             poll: c.poll,
             kernel_epilogues: c.kernel_epilogues,
+            dq_writers: c.dq_writers,
             unit_start: c.unit_start,
             unit_finish: c.unit_finish,
             dkv_reduce: c.dkv_reduce.unwrap_or(c.reduce),

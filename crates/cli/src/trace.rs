@@ -172,7 +172,7 @@ impl Trace {
 /// The measured timeline of one traced schedule: one lane per SM id, segments start (unit start → first
 /// compute start), compute (previous reduce end → arrival), wait, reduce and finish (last reduce end → unit
 /// end), in µs. The phases are cut the way `schedulers::calibrate` fits them.
-pub fn measured_schedule(schedule: &Schedule, units: &[UnitStamps]) -> TimelineSchedule {
+pub fn measured_schedule(schedule: &Schedule, units: &[UnitStamps], decoupled: bool) -> TimelineSchedule {
     let mut segments = Vec::new();
     for (ui, (u, t)) in schedule.units().iter().zip(units).enumerate() {
         let seg = |kind, kv: u16, q: u16, start: f64, end: f64| SegmentJson {
@@ -187,6 +187,19 @@ pub fn measured_schedule(schedule: &Schedule, units: &[UnitStamps]) -> TimelineS
         };
         let Some(first) = u.visits.first() else { continue };
         segments.push(seg(SegmentKind::Start, first.kv, first.q, t.start, t.tasks[0].compute_start));
+        if decoupled {
+            // The sm90 main loop: the compute side runs task after task (a task lasts until the next one starts),
+            // and the writers' adds run beside it; a writer's wait for its rank is not the SM's time, and the
+            // compute side's waits for a staging buffer have no stamp of their own.
+            for (k, (v, s)) in u.visits.iter().zip(&t.tasks).enumerate() {
+                let until = t.tasks.get(k + 1).map_or(s.arrival, |next| next.compute_start);
+                segments.push(seg(SegmentKind::Compute, v.kv, v.q, s.compute_start, until));
+                segments.push(seg(SegmentKind::Reduce, v.kv, v.q, s.reduce_start, s.reduce_end));
+            }
+            let last = u.visits[u.visits.len() - 1];
+            segments.push(seg(SegmentKind::Finish, last.kv, last.q, t.tasks[t.tasks.len() - 1].arrival, t.end));
+            continue;
+        }
         for (k, (v, s)) in u.visits.iter().zip(&t.tasks).enumerate() {
             let from = if k == 0 { s.compute_start } else { t.tasks[k - 1].reduce_end };
             segments.push(seg(SegmentKind::Compute, v.kv, v.q, from, s.arrival));
@@ -303,7 +316,7 @@ mod tests {
         let stamps = simulated_stamps(&sched, &costs).unwrap();
         let trace = parse(&to_text(&sched, &stamps), "t").unwrap();
         trace.check_matches(&sched, "t").unwrap();
-        let measured = measured_schedule(&sched, &trace.units);
+        let measured = measured_schedule(&sched, &trace.units, false);
         let sim = schedulers::simulate(&sched, &costs, true).unwrap();
         assert!((measured.makespan - sim.makespan).abs() < 1e-9, "{} vs {}", measured.makespan, sim.makespan);
         // Same phases, same total time per kind.
@@ -316,6 +329,49 @@ mod tests {
         }
         let file = measured_file(&s, vec![measured]);
         assert_eq!((file.source.as_str(), file.time_unit.as_str()), ("measured", "us"));
+    }
+
+    #[test]
+    fn a_trace_of_decoupled_writers_becomes_its_timeline() {
+        // The sm90 main loop's model: compute back to back, the adds beside it. The measured timeline has the
+        // compute side's time (computes, starts, finishes) and the adds of the simulation it came from.
+        let s = setup(&[
+            "--batch",
+            "1",
+            "--heads",
+            "2",
+            "--seqlen",
+            "512",
+            "--sms",
+            "4",
+            "--schedule",
+            "naive",
+            "--mask",
+            "causal",
+        ]);
+        let sched = schedule_of(&s);
+        let costs =
+            schedulers::CostModel { unit_start: 0.5, unit_finish: 0.25, handoff: 0.125, dq_writers: 2, ..s.costs };
+        let stamps = simulated_stamps(&sched, &costs).unwrap();
+        let trace = parse(&to_text(&sched, &stamps), "t").unwrap();
+        let measured = measured_schedule(&sched, &trace.units, true);
+        let sim = schedulers::simulate(&sched, &costs, true).unwrap();
+        assert!((measured.makespan - sim.makespan).abs() < 1e-9, "{} vs {}", measured.makespan, sim.makespan);
+        let total = |segments: &mut dyn Iterator<Item = (SegmentKind, f64)>, kind| {
+            segments.filter(|(k, _)| *k == kind).map(|(_, d)| d).sum::<f64>()
+        };
+        let reduce_measured =
+            total(&mut measured.segments.iter().map(|g| (g.kind, g.end - g.start)), SegmentKind::Reduce);
+        let reduce_sim = total(&mut sim.timeline.iter().map(|g| (g.kind, g.end - g.start)), SegmentKind::Reduce);
+        assert!((reduce_measured - reduce_sim).abs() < 1e-6, "{reduce_measured} vs {reduce_sim}");
+        // No segment of the compute side overlaps the next on its SM.
+        let mut side: Vec<_> = measured.segments.iter().filter(|g| g.kind != SegmentKind::Reduce).collect();
+        side.sort_by(|a, b| a.sm.cmp(&b.sm).then(a.start.total_cmp(&b.start)));
+        for w in side.windows(2) {
+            if w[0].sm == w[1].sm {
+                assert!(w[0].end <= w[1].start + 1e-9, "{:?} overlaps {:?}", w[0], w[1]);
+            }
+        }
     }
 
     #[test]

@@ -47,6 +47,16 @@ impl MainLoop {
             MainLoop::Sm90 => "sm90",
         }
     }
+
+    /// How the main loop adds dQ, as the cost model counts it (`CostModel::dq_writers`): the portable loop's
+    /// computing threads add after each visit (0); the sm90 loop has a writer warp per FP32 staging buffer
+    /// (`kDqStages` in its template: 2).
+    pub fn dq_writers(self) -> u32 {
+        match self {
+            MainLoop::Sm80 => 0,
+            MainLoop::Sm90 => 2,
+        }
+    }
 }
 
 /// A GPU architecture the program is compiled for.

@@ -1,7 +1,45 @@
-use dag_model::Weights;
+use dag_model::{Order, Problem, Weights};
 use serde::Serialize;
 
 use crate::{CostModel, Schedule};
+
+/// The longest path under decoupled dQ writers (`CostModel::dq_writers` > 0), where a unit's tasks follow each
+/// other on the compute side and each task's add follows its own compute and the previous rank's release (plus
+/// the hand-off): the DAG's critical path does not apply there, since it makes a unit's next compute wait for
+/// the previous task's add. The staging buffers' limit is left out, so this is a lower bound on the
+/// simulated makespan.
+pub fn decoupled_critical_path(problem: &Problem, order: &Order, costs: &CostModel) -> f64 {
+    let m = problem.m_tiles() as usize;
+    // Per dQ tile, the compute end of each rank's task.
+    let mut arrivals: Vec<Vec<f64>> = vec![Vec::new(); problem.bh_count() as usize * m];
+    let mut longest: f64 = 0.0;
+    for unit in &order.units {
+        let mut t = costs.unit_start();
+        for (i, v) in unit.visits.iter().enumerate() {
+            if costs.kernel_epilogues && i > 0 && unit.visits[i - 1].kv != v.kv {
+                t += costs.unit_finish() + costs.unit_start();
+            }
+            t += costs.compute(v.fraction());
+            let list = &mut arrivals[unit.bh as usize * m + v.q as usize];
+            if list.len() <= v.rank as usize {
+                list.resize(v.rank as usize + 1, 0.0);
+            }
+            list[v.rank as usize] = t;
+        }
+        longest = longest.max(t + costs.unit_finish());
+    }
+    for list in &arrivals {
+        let mut released = f64::NEG_INFINITY;
+        for (rank, &arrival) in list.iter().enumerate() {
+            let start = if rank == 0 { arrival } else { arrival.max(released + costs.handoff()) };
+            released = start + costs.reduce();
+        }
+        if !list.is_empty() {
+            longest = longest.max(released);
+        }
+    }
+    longest
+}
 
 /// Lower bounds on the makespan of a schedule on its machine.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -23,8 +61,10 @@ impl Bounds {
         let mut longest: f64 = 0.0;
         for unit in schedule.units() {
             let mut work = costs.unit_start() + costs.unit_finish();
+            // With decoupled writers the adds run beside the compute and take none of the SM's compute time.
+            let reduce = if costs.decoupled() { 0.0 } else { costs.reduce() };
             for v in &unit.visits {
-                work += costs.compute(v.fraction()) + costs.reduce();
+                work += costs.compute(v.fraction()) + reduce;
             }
             if gqa {
                 work += unit.dkv_ranks.len() as f64 * costs.dkv_reduce();

@@ -74,6 +74,10 @@ pub struct Waiter {
 /// Raw samples of every cost, pooled over one or more traced runs.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Samples {
+    /// The traced kernel's dQ writers (`CostModel::dq_writers`): 0 for the portable main loop, whose threads
+    /// compute, wait and add in sequence; k > 0 for the sm90 one. It decides what the stamps mean (see
+    /// `add_run`) and is carried into the fitted costs.
+    pub dq_writers: u32,
     pub compute_full: Vec<f64>,
     pub compute_partial: Vec<f64>,
     /// The compute of each unit's first task, and whether that tile is partial.
@@ -85,6 +89,10 @@ pub struct Samples {
     /// The previous unit's end on the same SM to this unit's start.
     pub dispatch_gap: Vec<f64>,
     pub unit_finish: Vec<f64>,
+    /// Decoupled writers only: a unit's last compute start to its end, where the compute side ended it.
+    pub last_compute_to_end: Vec<(f64, bool)>,
+    /// Decoupled writers only: a task's compute start to the next one's where the unit moves to another KV tile.
+    pub kv_switch: Vec<(f64, bool)>,
     /// Waits that happened (reduce start minus arrival, where positive), for the report.
     pub waits: Vec<f64>,
 }
@@ -136,6 +144,8 @@ const MIN_PARTIAL: usize = 8;
 impl Samples {
     /// Adds the samples of one traced run of `schedule`.
     pub fn add_run(&mut self, schedule: &Schedule, units: &[UnitStamps]) -> Result<(), CalibrationError> {
+        let decoupled = self.dq_writers > 0;
+        let k = self.dq_writers as usize;
         let su = schedule.units();
         if su.len() != units.len() {
             return Err(CalibrationError::UnitCount { trace: units.len(), schedule: su.len() });
@@ -184,11 +194,45 @@ impl Samples {
                 last_end_on_sm.push((t.sm, t.end));
             }
             self.unit_load.push(t.tasks[0].compute_start - t.start);
-            self.unit_finish.push(t.end - t.tasks[t.tasks.len() - 1].reduce_end);
+            let last = t.tasks.len() - 1;
+            if !decoupled {
+                self.unit_finish.push(t.end - t.tasks[last].reduce_end);
+            } else if t.end > t.tasks[last].reduce_end
+                && (last < k || t.tasks[last - k].reduce_end <= t.tasks[last].compute_start)
+            {
+                // The unit ended on its compute side (not on its last add) and the last staging did not wait:
+                // from the last compute start to the end is that task's compute plus the dK/dV epilogue.
+                let v = schedule.units()[ui].visits[last];
+                self.last_compute_to_end.push((t.end - t.tasks[last].compute_start, v.fraction() < 1.0));
+            }
         }
         for (u, t) in su.iter().zip(units) {
+            if decoupled {
+                // The compute side's cadence: task i's compute takes it from its own start to the next task's,
+                // unless staging i waited for its buffer (released with task i - k), which is excluded. The unit's
+                // last task has no next start: its compute end is left to `unit_finish`.
+                for i in 0..t.tasks.len().saturating_sub(1) {
+                    let (v, next) = (u.visits[i], u.visits[i + 1]);
+                    if i >= k && t.tasks[i - k].reduce_end > t.tasks[i].compute_start {
+                        continue;
+                    }
+                    let c = t.tasks[i + 1].compute_start - t.tasks[i].compute_start;
+                    if next.kv != v.kv {
+                        // A move to another KV tile: the compute, then the dK/dV epilogue and the next K/V load.
+                        self.kv_switch.push((c, v.fraction() < 1.0));
+                        continue;
+                    }
+                    if i == 0 || u.visits[i - 1].kv != v.kv {
+                        self.first_compute.push((c, v.fraction() < 1.0));
+                    } else {
+                        if v.fraction() < 1.0 { &mut self.compute_partial } else { &mut self.compute_full }.push(c);
+                    }
+                }
+            }
             for (k, (v, s)) in u.visits.iter().zip(&t.tasks).enumerate() {
-                if k == 0 || u.visits[k - 1].kv != v.kv {
+                if decoupled {
+                    // Compute samples are taken above.
+                } else if k == 0 || u.visits[k - 1].kv != v.kv {
                     self.first_compute.push((s.arrival - s.compute_start, v.fraction() < 1.0));
                 } else {
                     let c = s.arrival - t.tasks[k - 1].reduce_end;
@@ -203,7 +247,11 @@ impl Samples {
                     let pred = &units[pu as usize];
                     let pk = pk as usize;
                     let pred_visits = &su[pu as usize].visits;
-                    let pred_release = if pk + 1 == pred.tasks.len() {
+                    // The sm90 main loop's writer releases right after the add; the portable loop publishes some
+                    // releases behind its dK/dV epilogue.
+                    let pred_release = if decoupled {
+                        pred.tasks[pk].reduce_end
+                    } else if pk + 1 == pred.tasks.len() {
                         pred.end
                     } else if pred_visits[pk + 1].kv != pred_visits[pk].kv {
                         pred.tasks[pk + 1].compute_start
@@ -253,7 +301,8 @@ impl Samples {
             .filter(|w| w.pred_release + h > w.compute_start && w.pred_release + h <= w.arrival)
             .map(|w| w.reduce_start - w.arrival)
             .collect();
-        let poll = (!polls.is_empty()).then(|| stat(&polls));
+        // The writer warps poll the semaphore without pause: there is no early read to miss.
+        let poll = (!polls.is_empty() && self.dq_writers == 0).then(|| stat(&polls));
         let compute_of = |partial: bool| match (partial, compute_partial) {
             (true, Some(p)) => p.trimmed_mean,
             _ => compute_full.trimmed_mean,
@@ -262,10 +311,30 @@ impl Samples {
         let first_compute_excess = (!excess.is_empty()).then(|| stat(&excess));
         let unit_load = need(&self.unit_load, "unit start")?;
         let dispatch_gap = (!self.dispatch_gap.is_empty()).then(|| stat(&self.dispatch_gap));
-        let unit_finish = need(&self.unit_finish, "unit finish")?;
         let unit_start = unit_load.trimmed_mean
             + dispatch_gap.map_or(0.0, |s| s.trimmed_mean)
             + first_compute_excess.map_or(0.0, |s| s.trimmed_mean);
+        let unit_finish = if self.dq_writers == 0 {
+            need(&self.unit_finish, "unit finish")?
+        } else {
+            // The dK/dV epilogue shows where a unit ended on its compute side, or else at a move to another KV
+            // tile (epilogue plus the next load, which costs `unit_start`). Where neither occurs it is hidden
+            // behind the last add, and the model needs no more than 0.
+            let after_last: Vec<f64> =
+                self.last_compute_to_end.iter().map(|&(c, partial)| (c - compute_of(partial)).max(0.0)).collect();
+            let at_switch: Vec<f64> = self
+                .kv_switch
+                .iter()
+                .map(|&(c, partial)| (c - compute_of(partial) - unit_start.max(0.0)).max(0.0))
+                .collect();
+            if !after_last.is_empty() {
+                stat(&after_last)
+            } else if !at_switch.is_empty() {
+                stat(&at_switch)
+            } else {
+                Stat { n: 0, median: 0.0, trimmed_mean: 0.0, p10: 0.0, p90: 0.0 }
+            }
+        };
         let costs = CostModel {
             compute: compute_full.trimmed_mean,
             compute_partial: compute_partial.map(|s| s.trimmed_mean),
@@ -274,6 +343,7 @@ impl Samples {
             handoff: h,
             poll: poll.map_or(0.0, |s| s.trimmed_mean.max(0.0)),
             kernel_epilogues: true,
+            dq_writers: self.dq_writers,
             // A first task faster than later ones would make this negative; the model has no negative costs.
             unit_start: unit_start.max(0.0),
             unit_finish: unit_finish.trimmed_mean,
@@ -377,6 +447,10 @@ pub fn simulated_stamps(schedule: &Schedule, costs: &CostModel) -> Result<Vec<Un
         .collect();
     let mut next_task = vec![0usize; units.len()];
     let mut reduce_next = vec![0usize; units.len()];
+    // With decoupled writers a unit's adds may finish out of task order: a reduce is matched by its tile.
+    let task_of = |u: usize, kv: u32, q: u32| {
+        units[u].visits.iter().position(|v| v.kv as u32 == kv && v.q as u32 == q).expect("a task of the unit")
+    };
     for seg in &sim.timeline {
         let u = seg.unit as usize;
         match seg.kind {
@@ -388,8 +462,16 @@ pub fn simulated_stamps(schedule: &Schedule, costs: &CostModel) -> Result<Vec<Un
                 t.reduce_start = seg.end;
                 next_task[u] += 1;
             }
+            // Decoupled writers: a wait of the compute side for its staging buffer; the writer gets the partial
+            // (the kernel's arrival stamp) when it ends.
+            crate::SegmentKind::Wait if costs.decoupled() => {
+                let t = &mut out[u].tasks[task_of(u, seg.kv, seg.q)];
+                t.arrival = seg.end;
+                t.reduce_start = t.reduce_start.max(seg.end);
+            }
             crate::SegmentKind::Reduce => {
-                let t = &mut out[u].tasks[reduce_next[u]];
+                let i = if costs.decoupled() { task_of(u, seg.kv, seg.q) } else { reduce_next[u] };
+                let t = &mut out[u].tasks[i];
                 t.reduce_start = seg.start;
                 t.reduce_end = seg.end;
                 reduce_next[u] += 1;
@@ -435,6 +517,7 @@ mod tests {
             handoff: 0.4,
             poll: 0.3,
             kernel_epilogues: true,
+            dq_writers: 0,
             unit_start: 1.5,
             unit_finish: 0.8,
             dkv_reduce: 2.0,
@@ -478,6 +561,43 @@ mod tests {
         let a = crate::simulate(&s, &costs, false).unwrap().makespan;
         let b = crate::simulate(&s, &got, false).unwrap().makespan;
         assert!(close(a, b));
+    }
+
+    #[test]
+    fn simulated_traces_of_decoupled_writers_give_back_their_costs() {
+        // The sm90 main loop's model: the adds run on two writers beside the compute. Where a writer waits for its
+        // rank the compute side ends up waiting for the staging buffer, which the fit must see through.
+        let costs = CostModel { dq_writers: 2, poll: 0.0, reduce: 3.0, ..truth() };
+        let mut samples = Samples { dq_writers: 2, ..Samples::default() };
+        for (kind, mask) in [
+            (ScheduleKind::Naive, Mask::Causal),
+            (ScheduleKind::Descending, Mask::Causal),
+            (ScheduleKind::Naive, Mask::Full),
+            (ScheduleKind::SymmetricShift, Mask::Causal),
+        ] {
+            let s = schedule(kind, mask, &costs);
+            let stamps = simulated_stamps(&s, &costs).unwrap();
+            // The stamps keep the kernel's order: compute start, arrival at the writer, rank seen, released.
+            for t in stamps.iter().flat_map(|u| &u.tasks) {
+                assert!(t.compute_start <= t.arrival && t.arrival <= t.reduce_start && t.reduce_start <= t.reduce_end);
+            }
+            samples.add_run(&s, &stamps).unwrap();
+        }
+        let fit = samples.fit().unwrap();
+        let got = fit.costs;
+        assert_eq!(got.dq_writers, 2);
+        assert!(close(got.compute, 5.0), "{got:?}");
+        assert!(close(got.compute_partial.unwrap(), 5.5), "{got:?}");
+        assert!(close(got.reduce, 3.0), "{got:?}");
+        assert!(close(got.handoff, 0.4), "{got:?}");
+        assert!(got.poll == 0.0 && fit.poll.is_none(), "{got:?}");
+        assert!(close(got.unit_start, 1.5), "{got:?}");
+        assert!(close(got.unit_finish, 0.8), "{got:?}");
+        let s = schedule(ScheduleKind::Descending, Mask::Causal, &costs);
+        let a = crate::simulate(&s, &costs, false).unwrap();
+        assert!(a.total_wait() > 0.0, "the compute side never waited: the test would not exercise the exclusion");
+        let b = crate::simulate(&s, &got, false).unwrap().makespan;
+        assert!(close(a.makespan, b));
     }
 
     #[test]

@@ -28,6 +28,14 @@ pub struct CostModel {
     /// (the kernel publishes it behind the same fence). Off in the idealized model.
     #[serde(default)]
     pub kernel_epilogues: bool,
+    /// The dQ path of the sm90 main loop: 0 (the portable loop, and the idealized model) means the threads that
+    /// compute a task also wait for its rank and add it, in sequence. k > 0 means k writers per SM, one per
+    /// staging buffer: task t's partial goes to writer t mod k, which waits for the rank, adds (`reduce`) and
+    /// releases, while the compute goes on with the next tasks; the compute stages task t only once its writer
+    /// has released task t - k. The simulator, the bounds and the fit follow (`simulate`, `Bounds`,
+    /// `calibrate`).
+    #[serde(default)]
+    pub dq_writers: u32,
     /// Per-unit work before the first task (loading K and V).
     pub unit_start: f64,
     /// Per-unit work after the last task (writing dK and dV).
@@ -47,10 +55,16 @@ impl CostModel {
             handoff: 0.0,
             poll: 0.0,
             kernel_epilogues: false,
+            dq_writers: 0,
             unit_start: 0.0,
             unit_finish: 0.0,
             dkv_reduce: r,
         }
+    }
+
+    /// Whether the dQ adds run beside the compute (`dq_writers` > 0), not after each task's compute.
+    pub fn decoupled(&self) -> bool {
+        self.dq_writers > 0
     }
 
     /// Checks that every cost is finite and not negative.

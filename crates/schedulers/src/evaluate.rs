@@ -60,10 +60,20 @@ pub fn evaluate(schedule: Schedule, costs: &CostModel, record_timeline: bool) ->
     let (cp, simulation) = match schedule.validated_under(costs) {
         Some(v) if !record_timeline => (v.critical_path, v.simulation.clone()),
         _ => {
-            let cp = critical_path(schedule.problem(), schedule.order(), costs)?.length;
+            let cp = critical_path_under(&schedule, costs)?;
             (cp, simulate(&schedule, costs, record_timeline)?)
         }
     };
     let bounds = Bounds::of(&schedule, costs, cp);
     Ok(Evaluation { schedule, critical_path: cp, bounds, simulation })
+}
+
+/// The critical path the bounds use: the DAG's, or with decoupled dQ writers their own (see
+/// [`crate::bounds::decoupled_critical_path`]).
+pub(crate) fn critical_path_under(schedule: &Schedule, costs: &CostModel) -> Result<f64, ScheduleError> {
+    if costs.decoupled() {
+        Ok(crate::bounds::decoupled_critical_path(schedule.problem(), schedule.order(), costs))
+    } else {
+        Ok(critical_path(schedule.problem(), schedule.order(), costs)?.length)
+    }
 }

@@ -21,7 +21,7 @@ mod schedule;
 mod search;
 mod simulate;
 
-pub use bounds::Bounds;
+pub use bounds::{Bounds, decoupled_critical_path};
 pub use builtin::ScheduleKind;
 pub use cost::CostModel;
 pub use error::ScheduleError;

@@ -44,10 +44,20 @@ impl Schedule {
         }
         costs.check()?;
         order.check(&problem, &tile_mask)?;
-        let cp = critical_path(&problem, &order, costs)?.length;
+        // The DAG's critical path also checks that the order has no cycle (under any cost model).
+        let mut cp = critical_path(&problem, &order, costs)?.length;
+        if costs.decoupled() {
+            cp = crate::bounds::decoupled_critical_path(&problem, &order, costs);
+        }
         let placeholder = Arc::new(Validation { costs: *costs, critical_path: cp, simulation: Simulation::default() });
         let mut schedule =
             Schedule { name: name.into(), problem, mask, tile_mask, machine, order, validation: placeholder };
+        // A schedule must run on either main loop. Decoupled writers let a unit's compute go past a task that
+        // waits, so a schedule can be free of deadlock under them and still deadlock when the same threads
+        // compute, wait and add in sequence (the portable loop): that is checked too.
+        if costs.decoupled() {
+            simulate(&schedule, &CostModel { dq_writers: 0, ..*costs }, false)?;
+        }
         let simulation = simulate(&schedule, costs, false)?;
         schedule.validation = Arc::new(Validation { costs: *costs, critical_path: cp, simulation });
         Ok(schedule)

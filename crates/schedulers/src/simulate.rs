@@ -134,6 +134,9 @@ impl Tiles {
 /// grows with the task count: callers should limit it to problems of modest size).
 pub fn simulate(schedule: &Schedule, costs: &CostModel, record_timeline: bool) -> Result<Simulation, ScheduleError> {
     costs.check()?;
+    if costs.decoupled() {
+        return simulate_decoupled(schedule, costs, record_timeline);
+    }
     let problem = schedule.problem();
     let machine = schedule.machine();
     let units = schedule.units();
@@ -343,6 +346,284 @@ pub fn simulate(schedule: &Schedule, costs: &CostModel, record_timeline: bool) -
     }
     timeline.sort_by(|a, b| a.sm.cmp(&b.sm).then(a.start.total_cmp(&b.start)));
     Ok(Simulation { makespan, sms: stats, unit_start, unit_end, unit_sm, timeline })
+}
+
+/// An SM under `CostModel::dq_writers` = k: the compute side and k writers, one per staging buffer.
+#[derive(Clone)]
+struct DecoupledSm {
+    unit: u32,
+    finished: bool,
+    /// When the SM's last unit ended: a writer's wake-up can arrive for an SM whose unit has finished since (it
+    /// is stale), and only the event at or after this time dispatches the next unit.
+    free_at: f64,
+    next_static: usize,
+    /// When the compute side is free for the next task (it has staged the previous one).
+    compute_free: f64,
+    /// The next task the compute side will run.
+    next_task: usize,
+    /// Per writer: the task it holds (staged, not yet released) and when it was staged.
+    held: Vec<Option<(usize, f64)>>,
+    /// Per writer: when it released its previous task (its buffer is free from then).
+    writer_free: Vec<f64>,
+    /// Per writer: parked on its task's dQ tile.
+    parked: Vec<bool>,
+    last_release: f64,
+}
+
+/// The simulation under decoupled writers (`CostModel::dq_writers` > 0), the sm90 main loop's dQ path. Per SM the
+/// compute side runs the unit's tasks back to back and stages task t's partial into buffer t mod k once the
+/// buffer's writer has released task t - k (waiting for it counts as the SM's wait); writer b adds its tasks in
+/// order, each once staged and once its rank is visible (release plus hand-off), and releases `reduce` later.
+/// A move to another KV tile inside a unit costs the compute side `unit_finish` + `unit_start` (dK/dV written, the
+/// next K/V loaded; with `kernel_epilogues`); the unit ends when its compute side has finished (`unit_finish`
+/// after the last task) and its writers have released everything. Units follow each other on an SM as in
+/// [`simulate`]. Multi-head attention only: the sm90 main loop has no dK/dV reductions (GQA).
+fn simulate_decoupled(
+    schedule: &Schedule,
+    costs: &CostModel,
+    record_timeline: bool,
+) -> Result<Simulation, ScheduleError> {
+    let problem = schedule.problem();
+    if problem.group() > 1 {
+        return Err(ScheduleError::BadCost {
+            name: "dq-writers (not modelled with grouped-query attention)",
+            value: 1.0,
+        });
+    }
+    let machine = schedule.machine();
+    let units = schedule.units();
+    let p = machine.sms as usize;
+    let k = costs.dq_writers as usize;
+    let m = problem.m_tiles() as usize;
+    let handoff = costs.handoff();
+    let mut dq = Tiles::new(problem.bh_count() as usize * m);
+    let idle_sm = DecoupledSm {
+        unit: u32::MAX,
+        finished: true,
+        free_at: 0.0,
+        next_static: 0,
+        compute_free: 0.0,
+        next_task: 0,
+        held: vec![None; k],
+        writer_free: vec![0.0; k],
+        parked: vec![false; k],
+        last_release: 0.0,
+    };
+    let mut sms = vec![idle_sm; p];
+    let mut stats = vec![SmStats::default(); p];
+    let mut unit_start = vec![f64::NAN; units.len()];
+    let mut unit_end = vec![f64::NAN; units.len()];
+    let mut unit_sm = vec![u32::MAX; units.len()];
+    let mut timeline = Vec::new();
+    let mut heap = BinaryHeap::with_capacity(p);
+    let mut next_in_order = 0usize;
+    let mut done_units = 0usize;
+    for (sm, state) in sms.iter_mut().enumerate() {
+        state.next_static = sm;
+        heap.push(Event { time: 0.0, sm: sm as u32 });
+    }
+    let mut record = |seg: Segment| {
+        if record_timeline {
+            timeline.push(seg);
+        }
+    };
+
+    while let Some(Event { time, sm }) = heap.pop() {
+        let mut s = sms[sm as usize].clone();
+        let mut st = stats[sm as usize];
+        if s.finished {
+            if time < s.free_at {
+                continue; // a stale wake-up from before the unit's end
+            }
+            let next = match machine.launch {
+                LaunchPolicy::InOrder => {
+                    next_in_order += 1;
+                    next_in_order - 1
+                }
+                LaunchPolicy::Persistent => {
+                    s.next_static += p;
+                    s.next_static - p
+                }
+            };
+            if next >= units.len() {
+                s.unit = u32::MAX;
+                sms[sm as usize] = s;
+                continue;
+            }
+            let unit = &units[next];
+            let first = unit.visits[0];
+            let loaded = time + costs.unit_start();
+            record(Segment {
+                sm,
+                unit: next as u32,
+                bh: unit.bh,
+                kv: first.kv as u32,
+                q: first.q as u32,
+                kind: SegmentKind::Start,
+                start: time,
+                end: loaded,
+            });
+            st.busy += loaded - time;
+            st.units += 1;
+            unit_start[next] = time;
+            unit_sm[next] = sm;
+            s = DecoupledSm {
+                unit: next as u32,
+                finished: false,
+                compute_free: loaded,
+                next_task: 0,
+                held: vec![None; k],
+                writer_free: vec![loaded; k],
+                parked: vec![false; k],
+                last_release: loaded,
+                ..s
+            };
+        }
+        let ui = s.unit as usize;
+        let unit = &units[ui];
+        let n = unit.visits.len();
+        let seg = |kind, kv, q, start, end| Segment { sm, unit: ui as u32, bh: unit.bh, kv, q, kind, start, end };
+        // Advance the writers and the compute side as far as they go; stop when neither can move.
+        loop {
+            let mut moved = false;
+            for b in 0..k {
+                let Some((t, staged)) = s.held[b] else { continue };
+                let v = unit.visits[t];
+                let tile = unit.bh as usize * m + v.q as usize;
+                if dq.count[tile] != v.rank as u32 {
+                    if !s.parked[b] {
+                        dq.parked[tile].push((v.rank as u32, sm));
+                        s.parked[b] = true;
+                    }
+                    continue;
+                }
+                s.parked[b] = false;
+                let ready = staged.max(s.writer_free[b]);
+                let start = if v.rank == 0 { ready } else { ready.max(dq.released_at[tile] + handoff) };
+                let release = start + costs.reduce();
+                record(seg(SegmentKind::Reduce, v.kv as u32, v.q as u32, start, release));
+                s.writer_free[b] = release;
+                s.last_release = s.last_release.max(release);
+                s.held[b] = None;
+                dq.count[tile] += 1;
+                dq.released_at[tile] = release;
+                let want = dq.count[tile];
+                // Wake the SM whose writer holds the next rank of this tile; it recomputes its start.
+                if let Some(at) = dq.parked[tile].iter().position(|&(r, _)| r == want) {
+                    let (_, waiter) = dq.parked[tile].swap_remove(at);
+                    heap.push(Event { time: release + handoff, sm: waiter });
+                }
+                moved = true;
+            }
+            if s.next_task < n {
+                let t = s.next_task;
+                let b = t % k;
+                if s.held[b].is_none() {
+                    let v = unit.visits[t];
+                    let mut start = s.compute_free;
+                    if costs.kernel_epilogues && t > 0 && unit.visits[t - 1].kv != v.kv {
+                        // Write dK/dV of the old KV tile, load the new K/V.
+                        let prev = unit.visits[t - 1];
+                        let written = start + costs.unit_finish();
+                        record(seg(SegmentKind::Finish, prev.kv as u32, prev.q as u32, start, written));
+                        let loaded = written + costs.unit_start();
+                        record(seg(SegmentKind::Start, v.kv as u32, v.q as u32, written, loaded));
+                        st.busy += loaded - start;
+                        start = loaded;
+                    }
+                    let end = start + costs.compute(v.fraction());
+                    record(seg(SegmentKind::Compute, v.kv as u32, v.q as u32, start, end));
+                    st.busy += end - start;
+                    // Staging waits for the buffer's writer to have released task t - k.
+                    let staged = end.max(s.writer_free[b]);
+                    if staged > end {
+                        record(seg(SegmentKind::Wait, v.kv as u32, v.q as u32, end, staged));
+                        st.wait += staged - end;
+                    }
+                    s.compute_free = staged;
+                    s.held[b] = Some((t, staged));
+                    s.next_task += 1;
+                    moved = true;
+                }
+            }
+            if !moved {
+                break;
+            }
+        }
+        if s.next_task == n && s.held.iter().all(Option::is_none) {
+            let last = unit.visits[n - 1];
+            let written = s.compute_free + costs.unit_finish();
+            record(seg(SegmentKind::Finish, last.kv as u32, last.q as u32, s.compute_free, written));
+            st.busy += written - s.compute_free;
+            let end = written.max(s.last_release);
+            s.finished = true;
+            s.free_at = end;
+            unit_end[ui] = end;
+            done_units += 1;
+            heap.push(Event { time: end, sm });
+        }
+        sms[sm as usize] = s;
+        stats[sm as usize] = st;
+    }
+
+    if done_units < units.len() {
+        return Err(decoupled_deadlock(schedule, &sms, &dq, k, next_in_order));
+    }
+    let makespan = unit_end.iter().copied().fold(0.0, f64::max);
+    for st in &mut stats {
+        st.idle = (makespan - st.busy - st.wait).max(0.0);
+    }
+    timeline.sort_by(|a, b| a.sm.cmp(&b.sm).then(a.start.total_cmp(&b.start)));
+    Ok(Simulation { makespan, sms: stats, unit_start, unit_end, unit_sm, timeline })
+}
+
+/// Explains a stuck decoupled simulation: the earliest-launched unit with a parked writer, its rank and tile.
+fn decoupled_deadlock(
+    schedule: &Schedule,
+    sms: &[DecoupledSm],
+    dq: &Tiles,
+    k: usize,
+    next_in_order: usize,
+) -> ScheduleError {
+    let machine = schedule.machine();
+    let units = schedule.units();
+    let m = schedule.problem().m_tiles() as usize;
+    let (ui, t) = sms
+        .iter()
+        .filter(|s| !s.finished && s.unit != u32::MAX)
+        .filter_map(|s| (0..k).find_map(|b| s.held[b].map(|(t, _)| (s.unit as usize, t))))
+        .min()
+        .expect("a stuck simulation has a held task");
+    let unit = &units[ui];
+    let v = unit.visits[t];
+    let next = dq.count[unit.bh as usize * m + v.q as usize];
+    let holder = units
+        .iter()
+        .position(|u| u.bh == unit.bh && u.visits.iter().any(|w| w.q == v.q && w.rank as u32 == next))
+        .unwrap_or(usize::MAX);
+    let launched = match machine.launch {
+        LaunchPolicy::InOrder => holder < next_in_order,
+        LaunchPolicy::Persistent => true,
+    };
+    let resident = sms.iter().any(|s| s.unit as usize == holder && !s.finished);
+    ScheduleError::Deadlock {
+        sms: machine.sms,
+        launch: machine.launch.name(),
+        unit: ui,
+        bh: unit.bh,
+        tile_kind: "dq",
+        tile: v.q as u32,
+        rank: v.rank as u32,
+        next,
+        holder,
+        holder_state: if resident {
+            "is resident but itself waiting"
+        } else if launched {
+            "has run"
+        } else {
+            "is not launched because every SM is occupied by a waiting unit"
+        },
+    }
 }
 
 /// Explains a stuck simulation: the earliest-launched parked unit, the rank it waits for, and who holds the

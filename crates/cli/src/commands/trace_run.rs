@@ -45,7 +45,8 @@ pub fn trace(
         path.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default()
     ));
     let run = run_traced(&schedule, gpu, target, nvcc, &raw, false)?;
-    let timeline = measured_file(setup, vec![measured_schedule(&schedule, &run.trace.units)]);
+    let decoupled = target.main_loop.dq_writers() > 0;
+    let timeline = measured_file(setup, vec![measured_schedule(&schedule, &run.trace.units, decoupled)]);
     write_atomic(path, &serde_json::to_string(&timeline)?)?;
     let traced_ms = run.result.time_ms.main_median;
     let plain_ms = plain.and_then(|m| m.deterministic.time_ms.main_median);

@@ -224,7 +224,8 @@ fn measure(args: &ValidateArgs, costs: &CostsFile, costs_path: &Path) -> Result<
             let run =
                 run_traced(&sched, &args.gpu, &target, &nvcc, &args.gpu.work_dir.join("validate-trace.txt"), false)?;
             let file = format!("{stem}-gantt-{}.json", mask_name(mask));
-            let timeline = measured_file(&setup, vec![measured_schedule(&sched, &run.trace.units)]);
+            let decoupled = target.main_loop.dq_writers() > 0;
+            let timeline = measured_file(&setup, vec![measured_schedule(&sched, &run.trace.units, decoupled)]);
             write_atomic(&dir.join(&file), &serde_json::to_string(&timeline)?)?;
             gantt.push(GanttRaw {
                 mask: mask_name(mask).into(),

@@ -1,5 +1,6 @@
 //! Properties of the theory over random problems: every built-in schedule validates, makespan never beats a
-//! lower bound, shift schedules never wait in the idealized setting, and the three evaluations agree.
+//! lower bound (with the dQ adds after each task, or beside the compute as in the sm90 main loop), shift
+//! schedules never wait in the idealized setting, and the three evaluations agree.
 
 use std::sync::Arc;
 
@@ -28,6 +29,7 @@ fn costs_strategy() -> impl Strategy<Value = CostModel> {
             handoff: h,
             poll,
             kernel_epilogues: late,
+            dq_writers: 0,
             unit_start: s,
             unit_finish: f,
             dkv_reduce: r,
@@ -63,8 +65,47 @@ fn case() -> impl Strategy<Value = (dag_model::Problem, Mask, Machine, CostModel
         })
 }
 
+/// A case for the sm90 main loop's model: multi-head attention (it has no dK/dV reductions) and 1 to 3
+/// decoupled dQ writers per SM.
+fn decoupled_case() -> impl Strategy<Value = (dag_model::Problem, Mask, Machine, CostModel)> {
+    (case(), 1u32..4).prop_map(|((p, mask, machine, costs), writers)| {
+        let p = problem(p.batch(), p.heads(), p.heads(), p.seqlen_q(), p.seqlen_k(), p.block_m(), p.block_n());
+        (p, mask, machine, CostModel { dq_writers: writers, ..costs })
+    })
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(96))]
+
+    #[test]
+    fn decoupled_makespan_respects_every_lower_bound((problem, mask, machine, costs) in decoupled_case()) {
+        for kind in ScheduleKind::ALL {
+            if kind.check_applicable(&problem, &mask).is_err() {
+                continue;
+            }
+            let s = build(kind, problem, mask.clone(), machine, &costs).expect("built-in schedules validate");
+            let sim = simulate(&s, &costs, true).unwrap();
+            let cp = schedulers::decoupled_critical_path(&problem, s.order(), &costs);
+            let b = Bounds::of(&s, &costs, cp);
+            let eps = 1e-9 * b.best().max(1.0);
+            prop_assert!(sim.makespan + eps >= b.work, "{kind:?}: {} < work {}", sim.makespan, b.work);
+            prop_assert!(sim.makespan + eps >= b.longest_unit);
+            prop_assert!(sim.makespan + eps >= b.critical_path, "{kind:?}: {} < cp {}", sim.makespan, b.critical_path);
+            for st in &sim.sms {
+                prop_assert!(st.busy + st.wait <= sim.makespan + eps, "{kind:?}: {st:?} over {}", sim.makespan);
+            }
+            // The compute side of an SM does one thing at a time (the writers' reduces run beside it).
+            let mut side: Vec<_> = sim.timeline.iter().filter(|g| g.kind != schedulers::SegmentKind::Reduce).collect();
+            side.sort_by(|a, b| a.sm.cmp(&b.sm).then(a.start.total_cmp(&b.start)));
+            for w in side.windows(2) {
+                if w[0].sm == w[1].sm {
+                    prop_assert!(w[0].end <= w[1].start + eps, "{kind:?}: {:?} overlaps {:?}", w[0], w[1]);
+                }
+            }
+            let reduces = sim.timeline.iter().filter(|g| g.kind == schedulers::SegmentKind::Reduce).count();
+            prop_assert_eq!(reduces as u64, s.tasks());
+        }
+    }
 
     #[test]
     fn makespan_respects_every_lower_bound((problem, mask, machine, costs) in case()) {
@@ -151,4 +192,50 @@ fn timeline_accounts_for_every_task() {
             assert!(w[0].end <= w[1].start + 1e-12, "{:?} overlaps {:?}", w[0], w[1]);
         }
     }
+}
+
+#[test]
+fn decoupled_writers_overlap_the_adds_with_the_next_tasks() {
+    // One unit of three tasks, each on its own dQ tile (rank 0): compute 1, add 3, on one SM.
+    let p = problem(1, 1, 1, 192, 64, 64, 64);
+    let machine = Machine { sms: 1, launch: LaunchPolicy::InOrder };
+    let sequential = CostModel::ideal(1.0, 3.0);
+    let s = build(ScheduleKind::Naive, p, Mask::Full, machine, &sequential).unwrap();
+    assert_eq!(simulate(&s, &sequential, false).unwrap().makespan, 12.0);
+    // Two writers: task 0 is added over [1, 4], task 1 over [2, 5]; task 2 is computed over [2, 3] and staged at
+    // 4, when the first writer is free again (1 of waiting), and added over [4, 7].
+    let two = CostModel { dq_writers: 2, ..sequential };
+    let sim = simulate(&s, &two, true).unwrap();
+    assert_eq!(sim.makespan, 7.0);
+    assert_eq!(sim.total_wait(), 1.0);
+    assert_eq!(sim.total_busy(), 3.0);
+    let reduces: Vec<(f64, f64)> =
+        sim.timeline.iter().filter(|g| g.kind == schedulers::SegmentKind::Reduce).map(|g| (g.start, g.end)).collect();
+    assert_eq!(reduces, vec![(1.0, 4.0), (2.0, 5.0), (4.0, 7.0)]);
+    // One writer: the compute stages a task only once the previous one is added.
+    let one = CostModel { dq_writers: 1, ..sequential };
+    assert_eq!(simulate(&s, &one, false).unwrap().makespan, 1.0 + 3.0 + 3.0 + 3.0);
+}
+
+#[test]
+fn a_schedule_must_run_on_both_main_loops() {
+    // Two units on one KV head and two SMs. Unit 0 visits Q tiles 0 then 1; unit 1 visits 1 then 0. Ranks:
+    // tile 0 is added by unit 1 first, tile 1 by unit 0 first. In sequence each unit's first task waits for the
+    // other's second: a cycle of the DAG. With two decoupled writers each unit would stage both tasks and both
+    // would complete, but the schedule would hang the portable loop: validation refuses it under either model.
+    use dag_model::{Order, Unit, Visit};
+    let p = problem(1, 1, 1, 128, 128, 64, 64);
+    let tm = Arc::new(TileMask::new(&p, &Mask::Full).unwrap());
+    let visit = |kv: u32, q: u32, rank: u32| Visit::new(kv, q, rank, 1.0);
+    let order = Order {
+        units: vec![
+            Unit { bh: 0, visits: vec![visit(0, 0, 1), visit(0, 1, 0)], dkv_ranks: vec![0] },
+            Unit { bh: 0, visits: vec![visit(1, 1, 1), visit(1, 0, 0)], dkv_ranks: vec![0] },
+        ],
+    };
+    let machine = Machine { sms: 2, launch: LaunchPolicy::InOrder };
+    let decoupled = CostModel { dq_writers: 2, ..CostModel::default() };
+    let err = schedulers::Schedule::validate("crossed", p, Mask::Full, tm, machine, &decoupled, order)
+        .expect_err("deadlocks on the portable loop");
+    assert!(err.to_string().contains("dependency cycle"), "{err}");
 }
