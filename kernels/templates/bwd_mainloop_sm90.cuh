@@ -360,6 +360,12 @@ template <class Cfg>
 __device__ __forceinline__ void trace_unit_end(const BwdParams& p, int unit) {
   if constexpr (Cfg::TRACE) atomicMax(p.trace + (size_t)unit * 4 + 1, global_timer_ns());
 }
+// The consumers' own end of the unit (its dK/dV written), in the unit's fourth
+// slot: the model fits the epilogue from it (docs/trace-format.md).
+template <class Cfg>
+__device__ __forceinline__ void trace_unit_compute_end(const BwdParams& p, int unit) {
+  if constexpr (Cfg::TRACE) p.trace[(size_t)unit * 4 + 3] = global_timer_ns();
+}
 
 // ---------------------------------------------------------------------------
 // The roles.
@@ -745,7 +751,10 @@ __device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
       clear(acc_dv);
     }
     if constexpr (Cfg::TRACE) {
-      if (fresh_thread_index() == 128 && slot.last_of_unit) trace_unit_end<Cfg>(p, slot.unit);
+      if (fresh_thread_index() == 128 && slot.last_of_unit) {
+        trace_unit_compute_end<Cfg>(p, slot.unit);
+        trace_unit_end<Cfg>(p, slot.unit);
+      }
     }
   }
   // Tell every writer there is no more work, each in its turn.

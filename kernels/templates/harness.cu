@@ -588,7 +588,10 @@ int main(int argc, char** argv) {
                  sf.name.c_str(), sf.batch, sf.heads, sf.kv_heads, sf.seqlen_q, sf.seqlen_k, sf.head_dim, sf.block_m,
                  sf.block_n, sf.mask.c_str(), nu, sf.visits.size());
     for (size_t u = 0; u < nu; ++u) {
-      std::fprintf(f, "u %llu %llu %llu %d\n", tr[u * 4 + 2], tr[u * 4], tr[u * 4 + 1], sf.units[u].num_visits);
+      // The fourth slot, when a main loop fills it (sm90: the consumers' end of the unit), follows the count.
+      std::fprintf(f, "u %llu %llu %llu %d", tr[u * 4 + 2], tr[u * 4], tr[u * 4 + 1], sf.units[u].num_visits);
+      if (tr[u * 4 + 3] != 0) std::fprintf(f, " %llu", tr[u * 4 + 3]);
+      std::fprintf(f, "\n");
       for (int t = 0; t < sf.units[u].num_visits; ++t) {
         const size_t i = (nu + (size_t)sf.units[u].first_visit + t) * 4;
         std::fprintf(f, "v %llu %llu %llu %llu\n", tr[i], tr[i + 1], tr[i + 2], tr[i + 3]);

@@ -65,15 +65,18 @@ pub fn parse(text: &str, what: &str) -> Result<Trace> {
         return Err(bad(n, "only the globaltimer-ns clock is known"));
     }
     let num = |n: usize, s: &str| -> Result<u64> { s.parse().map_err(|_| bad(n, "not a number")) };
-    let mut raw: Vec<(u32, [u64; 2], Vec<[u64; 4]>)> = Vec::with_capacity(nu);
+    // Per unit: SM, [start, end], the compute side's end (sm90), and the tasks' four stamps (ns).
+    type RawUnit = (u32, [u64; 2], Option<u64>, Vec<[u64; 4]>);
+    let mut raw: Vec<RawUnit> = Vec::with_capacity(nu);
     let mut visits = 0usize;
     for _ in 0..nu {
         let (n, w) = next("u")?;
-        if w.len() != 5 {
-            return Err(bad(n, "a unit line is 'u SM START END TASKS'"));
+        if w.len() != 5 && w.len() != 6 {
+            return Err(bad(n, "a unit line is 'u SM START END TASKS [COMPUTE_END]'"));
         }
         let sm = num(n, w[1])? as u32;
         let (start, end, tasks) = (num(n, w[2])?, num(n, w[3])?, num(n, w[4])? as usize);
+        let compute_end = w.get(5).map(|x| num(n, x)).transpose()?;
         let mut stamps = Vec::with_capacity(tasks);
         for _ in 0..tasks {
             let (n, w) = next("v")?;
@@ -83,7 +86,7 @@ pub fn parse(text: &str, what: &str) -> Result<Trace> {
             stamps.push([num(n, w[1])?, num(n, w[2])?, num(n, w[3])?, num(n, w[4])?]);
         }
         visits += tasks;
-        raw.push((sm, [start, end], stamps));
+        raw.push((sm, [start, end], compute_end, stamps));
     }
     next("end")?;
     if visits != nv {
@@ -91,10 +94,11 @@ pub fn parse(text: &str, what: &str) -> Result<Trace> {
     }
     // A stamp of 0 was never written: the kernel did not reach that point (it gave up, or this is not a
     // trace build of the deterministic kernel).
-    let all = raw.iter().flat_map(|(_, u, t)| u.iter().chain(t.iter().flatten()));
+    let all = raw.iter().flat_map(|(_, u, c, t)| u.iter().chain(c.iter()).chain(t.iter().flatten()));
     let t0 = all.clone().copied().min().unwrap_or(0);
     if t0 == 0 && visits > 0 {
-        let unit = raw.iter().position(|(_, u, t)| u.contains(&0) || t.iter().flatten().any(|&x| x == 0));
+        let unit =
+            raw.iter().position(|(_, u, c, t)| u.contains(&0) || *c == Some(0) || t.iter().flatten().any(|&x| x == 0));
         return Err(bad_input(format!(
             "invalid trace {what}: unit {} has stamps that were never written",
             unit.unwrap_or(0)
@@ -103,10 +107,11 @@ pub fn parse(text: &str, what: &str) -> Result<Trace> {
     let us = |t: u64| (t - t0) as f64 / 1000.0;
     let units = raw
         .into_iter()
-        .map(|(sm, [start, end], tasks)| UnitStamps {
+        .map(|(sm, [start, end], compute_end, tasks)| UnitStamps {
             sm,
             start: us(start),
             end: us(end),
+            compute_end: compute_end.map(us),
             tasks: tasks
                 .into_iter()
                 .map(|[a, b, c, d]| TaskStamps {
@@ -197,7 +202,8 @@ pub fn measured_schedule(schedule: &Schedule, units: &[UnitStamps], decoupled: b
                 segments.push(seg(SegmentKind::Reduce, v.kv, v.q, s.reduce_start, s.reduce_end));
             }
             let last = u.visits[u.visits.len() - 1];
-            segments.push(seg(SegmentKind::Finish, last.kv, last.q, t.tasks[t.tasks.len() - 1].arrival, t.end));
+            let finish_end = t.compute_end.unwrap_or(t.end);
+            segments.push(seg(SegmentKind::Finish, last.kv, last.q, t.tasks[t.tasks.len() - 1].arrival, finish_end));
             continue;
         }
         for (k, (v, s)) in u.visits.iter().zip(&t.tasks).enumerate() {
@@ -262,7 +268,8 @@ pub fn to_text(schedule: &Schedule, units: &[UnitStamps]) -> String {
     // A base far from 0, as %globaltimer is; 0 means "never written".
     let ns = |t: f64| 1_000_000_000u64 + (t * 1000.0).round() as u64;
     for u in units {
-        let _ = writeln!(out, "u {} {} {} {}", u.sm, ns(u.start), ns(u.end), u.tasks.len());
+        let compute_end = u.compute_end.map(|t| format!(" {}", ns(t))).unwrap_or_default();
+        let _ = writeln!(out, "u {} {} {} {}{compute_end}", u.sm, ns(u.start), ns(u.end), u.tasks.len());
         for t in &u.tasks {
             let _ = writeln!(
                 out,

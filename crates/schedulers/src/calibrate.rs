@@ -43,6 +43,10 @@ pub struct UnitStamps {
     pub sm: u32,
     pub start: f64,
     pub end: f64,
+    /// Decoupled writers (the sm90 main loop): when the compute side finished the unit (its dK/dV written),
+    /// apart from the end, which is the later of that and the last release. Absent from the portable loop.
+    #[serde(default)]
+    pub compute_end: Option<f64>,
     pub tasks: Vec<TaskStamps>,
 }
 
@@ -89,7 +93,7 @@ pub struct Samples {
     /// The previous unit's end on the same SM to this unit's start.
     pub dispatch_gap: Vec<f64>,
     pub unit_finish: Vec<f64>,
-    /// Decoupled writers only: a unit's last compute start to its end, where the compute side ended it.
+    /// Decoupled writers only: a unit's last compute start to its compute side's end.
     pub last_compute_to_end: Vec<(f64, bool)>,
     /// Decoupled writers only: a task's compute start to the next one's where the unit moves to another KV tile.
     pub kv_switch: Vec<(f64, bool)>,
@@ -197,13 +201,13 @@ impl Samples {
             let last = t.tasks.len() - 1;
             if !decoupled {
                 self.unit_finish.push(t.end - t.tasks[last].reduce_end);
-            } else if t.end > t.tasks[last].reduce_end
+            } else if let Some(compute_end) = t.compute_end
                 && (last < k || t.tasks[last - k].reduce_end <= t.tasks[last].compute_start)
             {
-                // The unit ended on its compute side (not on its last add) and the last staging did not wait:
-                // from the last compute start to the end is that task's compute plus the dK/dV epilogue.
+                // From the last compute start to the compute side's end is that task's compute plus the dK/dV
+                // epilogue, where the last staging did not wait for its buffer.
                 let v = schedule.units()[ui].visits[last];
-                self.last_compute_to_end.push((t.end - t.tasks[last].compute_start, v.fraction() < 1.0));
+                self.last_compute_to_end.push((compute_end - t.tasks[last].compute_start, v.fraction() < 1.0));
             }
         }
         for (u, t) in su.iter().zip(units) {
@@ -317,9 +321,9 @@ impl Samples {
         let unit_finish = if self.dq_writers == 0 {
             need(&self.unit_finish, "unit finish")?
         } else {
-            // The dK/dV epilogue shows where a unit ended on its compute side, or else at a move to another KV
-            // tile (epilogue plus the next load, which costs `unit_start`). Where neither occurs it is hidden
-            // behind the last add, and the model needs no more than 0.
+            // The dK/dV epilogue shows at the compute side's end of a unit (a stamp of its own), or else at a
+            // move to another KV tile (epilogue plus the next load, which costs `unit_start`). Without either it
+            // cannot be told apart from the last add, and the model takes 0.
             let after_last: Vec<f64> =
                 self.last_compute_to_end.iter().map(|&(c, partial)| (c - compute_of(partial)).max(0.0)).collect();
             let at_switch: Vec<f64> = self
@@ -439,6 +443,7 @@ pub fn simulated_stamps(schedule: &Schedule, costs: &CostModel) -> Result<Vec<Un
             sm: sim.unit_sm[i],
             start: sim.unit_start[i],
             end: sim.unit_end[i],
+            compute_end: None,
             tasks: vec![
                 TaskStamps { compute_start: 0.0, arrival: 0.0, reduce_start: 0.0, reduce_end: 0.0 };
                 u.visits.len()
@@ -469,6 +474,8 @@ pub fn simulated_stamps(schedule: &Schedule, costs: &CostModel) -> Result<Vec<Un
                 t.arrival = seg.end;
                 t.reduce_start = t.reduce_start.max(seg.end);
             }
+            // Decoupled writers: the compute side's finish ends the unit's compute (later finishes move it on).
+            crate::SegmentKind::Finish if costs.decoupled() => out[u].compute_end = Some(seg.end),
             crate::SegmentKind::Reduce => {
                 let i = if costs.decoupled() { task_of(u, seg.kv, seg.q) } else { reduce_next[u] };
                 let t = &mut out[u].tasks[i];
