@@ -302,9 +302,9 @@ mod tests {
         s.schedules[0].build(s.problem, s.mask.clone(), s.tile_mask.clone(), s.machine, &s.costs).unwrap()
     }
 
-    #[test]
-    fn a_trace_becomes_the_timeline_it_came_from() {
-        let s = setup(&[
+    /// Naive on a causal 2-head problem of 512 tokens, 4 SMs: small, with waits.
+    fn naive_causal() -> Setup {
+        setup(&[
             "--batch",
             "1",
             "--heads",
@@ -317,7 +317,12 @@ mod tests {
             "naive",
             "--mask",
             "causal",
-        ]);
+        ])
+    }
+
+    #[test]
+    fn a_trace_becomes_the_timeline_it_came_from() {
+        let s = naive_causal();
         let sched = schedule_of(&s);
         let costs = schedulers::CostModel { unit_start: 0.5, unit_finish: 0.25, handoff: 0.125, ..s.costs };
         let stamps = simulated_stamps(&sched, &costs).unwrap();
@@ -342,20 +347,7 @@ mod tests {
     fn a_trace_of_decoupled_writers_becomes_its_timeline() {
         // The sm90 main loop's model: compute back to back, the adds beside it. The measured timeline has the
         // compute side's time (computes, starts, finishes) and the adds of the simulation it came from.
-        let s = setup(&[
-            "--batch",
-            "1",
-            "--heads",
-            "2",
-            "--seqlen",
-            "512",
-            "--sms",
-            "4",
-            "--schedule",
-            "naive",
-            "--mask",
-            "causal",
-        ]);
+        let s = naive_causal();
         let sched = schedule_of(&s);
         let costs =
             schedulers::CostModel { unit_start: 0.5, unit_finish: 0.25, handoff: 0.125, dq_writers: 2, ..s.costs };

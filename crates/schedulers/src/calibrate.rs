@@ -535,24 +535,34 @@ mod tests {
         (a - b).abs() < 1e-9 * b.abs().max(1.0)
     }
 
-    #[test]
-    fn simulated_traces_give_back_their_costs() {
-        let costs = truth();
-        let mut samples = Samples::default();
+    /// The samples of simulated traces of the schedules every fitting test uses: waits (naive, descending on a
+    /// causal mask), no waits, and units of two KV tiles (symmetric-shift: epilogues inside a unit).
+    fn samples_of_simulated_runs(costs: &CostModel, dq_writers: u32) -> Samples {
+        let mut samples = Samples { dq_writers, ..Samples::default() };
         for (kind, mask) in [
             (ScheduleKind::Naive, Mask::Causal),
             (ScheduleKind::Descending, Mask::Causal),
             (ScheduleKind::Naive, Mask::Full),
-            // Units of two KV tiles: epilogues inside a unit.
             (ScheduleKind::SymmetricShift, Mask::Causal),
         ] {
-            let s = schedule(kind, mask, &costs);
+            let s = schedule(kind, mask, costs);
             if kind == ScheduleKind::SymmetricShift {
                 assert!(s.units().iter().any(|u| u.kv_runs().count() == 2));
             }
-            samples.add_run(&s, &simulated_stamps(&s, &costs).unwrap()).unwrap();
+            let stamps = simulated_stamps(&s, costs).unwrap();
+            // The stamps keep the kernel's order: compute start, arrival at the rank wait, rank seen, released.
+            for t in stamps.iter().flat_map(|u| &u.tasks) {
+                assert!(t.compute_start <= t.arrival && t.arrival <= t.reduce_start && t.reduce_start <= t.reduce_end);
+            }
+            samples.add_run(&s, &stamps).unwrap();
         }
-        let fit = samples.fit().unwrap();
+        samples
+    }
+
+    #[test]
+    fn simulated_traces_give_back_their_costs() {
+        let costs = truth();
+        let fit = samples_of_simulated_runs(&costs, 0).fit().unwrap();
         let got = fit.costs;
         assert!(close(got.compute, 5.0), "{got:?}");
         assert!(close(got.compute_partial.unwrap(), 5.5), "{got:?}");
@@ -575,22 +585,7 @@ mod tests {
         // The sm90 main loop's model: the adds run on two writers beside the compute. Where a writer waits for its
         // rank the compute side ends up waiting for the staging buffer, which the fit must see through.
         let costs = CostModel { dq_writers: 2, poll: 0.0, reduce: 3.0, ..truth() };
-        let mut samples = Samples { dq_writers: 2, ..Samples::default() };
-        for (kind, mask) in [
-            (ScheduleKind::Naive, Mask::Causal),
-            (ScheduleKind::Descending, Mask::Causal),
-            (ScheduleKind::Naive, Mask::Full),
-            (ScheduleKind::SymmetricShift, Mask::Causal),
-        ] {
-            let s = schedule(kind, mask, &costs);
-            let stamps = simulated_stamps(&s, &costs).unwrap();
-            // The stamps keep the kernel's order: compute start, arrival at the writer, rank seen, released.
-            for t in stamps.iter().flat_map(|u| &u.tasks) {
-                assert!(t.compute_start <= t.arrival && t.arrival <= t.reduce_start && t.reduce_start <= t.reduce_end);
-            }
-            samples.add_run(&s, &stamps).unwrap();
-        }
-        let fit = samples.fit().unwrap();
+        let fit = samples_of_simulated_runs(&costs, 2).fit().unwrap();
         let got = fit.costs;
         assert_eq!(got.dq_writers, 2);
         assert!(close(got.compute, 5.0), "{got:?}");

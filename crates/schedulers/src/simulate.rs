@@ -130,6 +130,46 @@ impl Tiles {
     }
 }
 
+/// Which unit an SM that has freed up runs next: the next one in launch order (in-order launch), or the next of
+/// its static list p, p + P, p + 2P, ... (persistent launch). May be past the last unit: then the SM stays idle.
+struct Dispatch {
+    launch: LaunchPolicy,
+    sms: usize,
+    next_in_order: usize,
+}
+
+impl Dispatch {
+    fn next(&mut self, next_static: &mut usize) -> usize {
+        match self.launch {
+            LaunchPolicy::InOrder => {
+                self.next_in_order += 1;
+                self.next_in_order - 1
+            }
+            LaunchPolicy::Persistent => {
+                *next_static += self.sms;
+                *next_static - self.sms
+            }
+        }
+    }
+}
+
+/// The simulation's result from what it booked: the makespan is the last unit's end, and each SM's idle time is
+/// what its busy and waiting time leave of it.
+fn finish(
+    mut stats: Vec<SmStats>,
+    unit_start: Vec<f64>,
+    unit_end: Vec<f64>,
+    unit_sm: Vec<u32>,
+    mut timeline: Vec<Segment>,
+) -> Simulation {
+    let makespan = unit_end.iter().copied().fold(0.0, f64::max);
+    for st in &mut stats {
+        st.idle = (makespan - st.busy - st.wait).max(0.0);
+    }
+    timeline.sort_by(|a, b| a.sm.cmp(&b.sm).then(a.start.total_cmp(&b.start)));
+    Simulation { makespan, sms: stats, unit_start, unit_end, unit_sm, timeline }
+}
+
 /// Simulates `schedule` on its machine under `costs`. With `record_timeline`, every segment is kept (memory
 /// grows with the task count: callers should limit it to problems of modest size).
 pub fn simulate(schedule: &Schedule, costs: &CostModel, record_timeline: bool) -> Result<Simulation, ScheduleError> {
@@ -177,7 +217,7 @@ pub fn simulate(schedule: &Schedule, costs: &CostModel, record_timeline: bool) -
     let mut unit_sm = vec![u32::MAX; units.len()];
     let mut timeline = Vec::new();
     let mut heap = BinaryHeap::with_capacity(p);
-    let mut next_in_order = 0usize;
+    let mut dispatch = Dispatch { launch: machine.launch, sms: p, next_in_order: 0 };
     let mut done_units = 0usize;
 
     for (sm, state) in sms.iter_mut().enumerate() {
@@ -197,16 +237,7 @@ pub fn simulate(schedule: &Schedule, costs: &CostModel, record_timeline: bool) -
         let mut st = stats[sm as usize];
         if s.finished {
             // Dispatch the next unit to this SM, if any.
-            let next = match machine.launch {
-                LaunchPolicy::InOrder => {
-                    next_in_order += 1;
-                    next_in_order - 1
-                }
-                LaunchPolicy::Persistent => {
-                    s.next_static += p;
-                    s.next_static - p
-                }
-            };
+            let next = dispatch.next(&mut s.next_static);
             if next >= units.len() {
                 s.unit = u32::MAX;
                 sms[sm as usize] = s;
@@ -338,14 +369,9 @@ pub fn simulate(schedule: &Schedule, costs: &CostModel, record_timeline: bool) -
     }
 
     if done_units < units.len() {
-        return Err(deadlock(schedule, &sms, &dq, &dkv, &runs, next_in_order));
+        return Err(deadlock(schedule, &sms, &dq, &dkv, &runs, dispatch.next_in_order));
     }
-    let makespan = unit_end.iter().copied().fold(0.0, f64::max);
-    for st in &mut stats {
-        st.idle = (makespan - st.busy - st.wait).max(0.0);
-    }
-    timeline.sort_by(|a, b| a.sm.cmp(&b.sm).then(a.start.total_cmp(&b.start)));
-    Ok(Simulation { makespan, sms: stats, unit_start, unit_end, unit_sm, timeline })
+    Ok(finish(stats, unit_start, unit_end, unit_sm, timeline))
 }
 
 /// An SM under `CostModel::dq_writers` = k: the compute side and k writers, one per staging buffer.
@@ -416,7 +442,7 @@ fn simulate_decoupled(
     let mut unit_sm = vec![u32::MAX; units.len()];
     let mut timeline = Vec::new();
     let mut heap = BinaryHeap::with_capacity(p);
-    let mut next_in_order = 0usize;
+    let mut dispatch = Dispatch { launch: machine.launch, sms: p, next_in_order: 0 };
     let mut done_units = 0usize;
     for (sm, state) in sms.iter_mut().enumerate() {
         state.next_static = sm;
@@ -435,16 +461,7 @@ fn simulate_decoupled(
             if time < s.free_at {
                 continue; // a stale wake-up from before the unit's end
             }
-            let next = match machine.launch {
-                LaunchPolicy::InOrder => {
-                    next_in_order += 1;
-                    next_in_order - 1
-                }
-                LaunchPolicy::Persistent => {
-                    s.next_static += p;
-                    s.next_static - p
-                }
-            };
+            let next = dispatch.next(&mut s.next_static);
             if next >= units.len() {
                 s.unit = u32::MAX;
                 sms[sm as usize] = s;
@@ -567,14 +584,9 @@ fn simulate_decoupled(
     }
 
     if done_units < units.len() {
-        return Err(decoupled_deadlock(schedule, &sms, &dq, k, next_in_order));
+        return Err(decoupled_deadlock(schedule, &sms, &dq, k, dispatch.next_in_order));
     }
-    let makespan = unit_end.iter().copied().fold(0.0, f64::max);
-    for st in &mut stats {
-        st.idle = (makespan - st.busy - st.wait).max(0.0);
-    }
-    timeline.sort_by(|a, b| a.sm.cmp(&b.sm).then(a.start.total_cmp(&b.start)));
-    Ok(Simulation { makespan, sms: stats, unit_start, unit_end, unit_sm, timeline })
+    Ok(finish(stats, unit_start, unit_end, unit_sm, timeline))
 }
 
 /// Explains a stuck decoupled simulation: the earliest-launched unit with a parked writer, its rank and tile.
