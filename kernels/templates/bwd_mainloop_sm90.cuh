@@ -2,7 +2,7 @@
 //
 // Attention backward main loop, Hopper path (sm_90a): TMA loads completing on
 // mbarriers, wgmma, warp specialization, and the dQ partials added into the FP32
-// accumulator by bulk reduce-adds from a warp of their own.
+// accumulator by bulk reduce-adds from writer warps of their own.
 //
 // One CTA of three warpgroups (384 threads):
 //   warpgroup 0, warp 0  the producer: walks the schedule (schedule.cuh's data),
@@ -246,7 +246,7 @@ __device__ __forceinline__ unsigned long long pipeline_timeout_ns(const BwdParam
   return 4 * p.spin_timeout_ns + 1000000000ull;
 }
 
-// Named barriers 1-3 (0 is __syncthreads). bar.arrive does not wait; bar.sync
+// Named barriers 1-5 (0 is __syncthreads). bar.arrive does not wait; bar.sync
 // waits for `count` threads in all, arrivals included.
 // A named barrier cannot count a second phase before the first completes, so each
 // dQ staging buffer has its own pair.
@@ -303,7 +303,8 @@ __device__ __forceinline__ float fast_exp2(float x) {
 // threadIdx.x through a volatile read: what is derived from it inside the visit
 // loop (fragment coordinates, partitions) is recomputed there instead of being
 // hoisted and pinned in registers for the kernel's lifetime, which would push
-// dK/dV into spills (kernels/spikes/sm90_consumer_regs.cu measured 760 bytes).
+// dK/dV into spills (a compile-only spike of this loop's consumers, since
+// retired, spilled 760 bytes with the partitions built once before the loop).
 __device__ __forceinline__ int fresh_thread_index() {
   int t;
   asm volatile("mov.u32 %0, %%tid.x;\n" : "=r"(t));
@@ -360,11 +361,12 @@ template <class Cfg>
 __device__ __forceinline__ void trace_unit_end(const BwdParams& p, int unit) {
   if constexpr (Cfg::TRACE) atomicMax(p.trace + (size_t)unit * 4 + 1, global_timer_ns());
 }
-// The consumers' own end of the unit (its dK/dV written), in the unit's fourth
-// slot: the model fits the epilogue from it (docs/trace-format.md).
+// The consumers' own end of the unit (its dK/dV written: the later of the two
+// warpgroups), in the unit's fourth slot: the model fits the epilogue from it
+// (docs/trace-format.md).
 template <class Cfg>
 __device__ __forceinline__ void trace_unit_compute_end(const BwdParams& p, int unit) {
-  if constexpr (Cfg::TRACE) p.trace[(size_t)unit * 4 + 3] = global_timer_ns();
+  if constexpr (Cfg::TRACE) atomicMax(p.trace + (size_t)unit * 4 + 3, global_timer_ns());
 }
 
 // ---------------------------------------------------------------------------
@@ -481,7 +483,9 @@ __device__ void run_dq_writer(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
     }
     if (lane == 0) {
       trace_visit<Cfg>(p, slot.visit, 3);
-      if (slot.last_of_unit) trace_unit_end<Cfg>(p, slot.unit);
+      // Every release, not only the last visit's: the other writer may release
+      // an earlier visit later.
+      trace_unit_end<Cfg>(p, slot.unit);
     }
   }
 }
@@ -751,7 +755,7 @@ __device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
       clear(acc_dv);
     }
     if constexpr (Cfg::TRACE) {
-      if (fresh_thread_index() == 128 && slot.last_of_unit) {
+      if ((fresh_thread_index() & 127) == 0 && slot.last_of_unit) {  // one thread per warpgroup
         trace_unit_compute_end<Cfg>(p, slot.unit);
         trace_unit_end<Cfg>(p, slot.unit);
       }

@@ -114,6 +114,22 @@ impl Target {
     }
 }
 
+/// A costs file describes the main loop it was calibrated on (`dq_writers`: the portable loop's 0, the sm90 loop's
+/// writers); predicting the other loop's runs with it would be silently wrong, so a GPU command refuses (exit 2).
+pub fn check_costs_main_loop(costs: &schedulers::CostModel, path: &Path, target: &Target) -> Result<()> {
+    if costs.dq_writers == target.main_loop.dq_writers() {
+        return Ok(());
+    }
+    let calibrated_on = if costs.dq_writers == 0 { "sm80" } else { "sm90" };
+    Err(bad_input(format!(
+        "costs file {} was calibrated on the {calibrated_on} main loop, this run builds the {} one; \
+         calibrate with --arch {}, or run with --arch {calibrated_on}",
+        path.display(),
+        target.main_loop.name(),
+        target.main_loop.name()
+    )))
+}
+
 /// The CUTLASS/CuTe headers the sm90 main loop includes: `$CUTLASS_INCLUDE`, else the copy that
 /// `kernels/fetch-cutlass.sh` unpacks under `target/cutlass/` of the working directory. Absolute, since the
 /// build runs in another folder. Missing headers are `Unavailable` (exit code 3).

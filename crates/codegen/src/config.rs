@@ -35,7 +35,7 @@ impl KernelMask {
 pub enum MainLoop {
     /// The portable path: `mma.sync`, `ldmatrix`, `cp.async` (`bwd_mainloop_sm80.cuh`); runs on sm_80 and later.
     Sm80,
-    /// The Hopper path: TMA, `wgmma`, warp specialization and a dQ writer warp (`bwd_mainloop_sm90.cuh`);
+    /// The Hopper path: TMA, `wgmma`, warp specialization and dQ writer warps (`bwd_mainloop_sm90.cuh`);
     /// sm_90a only, built with the CUTLASS/CuTe headers. Runs the in-order and the persistent launch.
     Sm90,
 }

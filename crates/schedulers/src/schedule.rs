@@ -53,11 +53,11 @@ impl Schedule {
         let mut schedule =
             Schedule { name: name.into(), problem, mask, tile_mask, machine, order, validation: placeholder };
         // A schedule must run on either main loop. Decoupled writers let a unit's compute go past a task that
-        // waits, so a schedule can be free of deadlock under them and still deadlock when the same threads
-        // compute, wait and add in sequence (the portable loop): that is checked too.
-        if costs.decoupled() {
-            simulate(&schedule, &CostModel { dq_writers: 0, ..*costs }, false)?;
-        }
+        // waits, so two resident units can each wait for a later task of the other without a deadlock; the
+        // portable loop, whose threads compute, wait and add in sequence, would hang. Every such case is a cycle
+        // of the DAG, which the critical path above refuses under any cost model; a deadlock that involves a unit
+        // not yet launched (every SM held by a waiting unit) is one under both models, since a unit holds its SM
+        // until its last add.
         let simulation = simulate(&schedule, costs, false)?;
         schedule.validation = Arc::new(Validation { costs: *costs, critical_path: cp, simulation });
         Ok(schedule)

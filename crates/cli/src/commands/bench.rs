@@ -51,6 +51,11 @@ pub fn run(args: BenchArgs) -> Result<()> {
     let nvcc = find_nvcc()?;
     let device = probe_device()?;
     let target = Target::for_device(args.gpu.arch, &device)?;
+    if let Some((_, setup)) = configs.first()
+        && let Some(c) = &setup.calibrated
+    {
+        crate::gpu::check_costs_main_loop(&setup.costs, &c.path, &target)?;
+    }
     std::fs::create_dir_all(&args.out).map_err(|e| bad_input(format!("cannot create {}: {e}", args.out.display())))?;
     // Build every kernel variant up front, in parallel.
     let mut kernel_configs = Vec::new();

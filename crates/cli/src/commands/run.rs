@@ -45,6 +45,9 @@ pub fn run(args: RunArgs) -> Result<()> {
         )));
     }
     let target = Target::for_device(args.gpu.arch, &device)?;
+    if let Some(c) = &setup.calibrated {
+        crate::gpu::check_costs_main_loop(&setup.costs, &c.path, &target)?;
+    }
     let outcomes = measure_setup(&setup, &args.gpu, &target, &nvcc, args.nondeterministic)?;
     let measured: Vec<&Measured> = outcomes
         .iter()

@@ -170,6 +170,9 @@ fn measure(args: &ValidateArgs, costs: &CostsFile, costs_path: &Path) -> Result<
     let device = probe_device()?;
     costs.check_gpu(costs_path, &device.name)?;
     let target = Target::for_device(args.gpu.arch, &device)?;
+    for entry in &costs.entries {
+        crate::gpu::check_costs_main_loop(&entry.costs, costs_path, &target)?;
+    }
     let mut kernels = Vec::new();
     for (_, s) in &setups {
         let k = kernel_config(&s.problem, &s.mask, true, &target)?;

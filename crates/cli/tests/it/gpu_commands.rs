@@ -157,6 +157,10 @@ fn fake_gpu_machine(name: &str) -> PathBuf {
 }
 
 fn fake_gpu_machine_with_cap(name: &str, compute_cap: &str) -> PathBuf {
+    fake_gpu_machine_named(name, compute_cap, "Fake GPU")
+}
+
+fn fake_gpu_machine_named(name: &str, compute_cap: &str, gpu: &str) -> PathBuf {
     let bin = scratch(name);
     std::fs::create_dir_all(&bin).unwrap();
     let harness = r#"#!/bin/sh
@@ -176,7 +180,7 @@ fi
 echo '{"status":"ok","schedule":"naive","variant":"fake","device":"Fake GPU","sm_count":132,"deterministic":'$det',"units":8,"visits":64,"time_ms":{"total_median":1.0,"main_median":0.9,"total_min":1.0,"main_min":0.9},"tflops":{"total":100.0,"main":110.0},"check":{"ran":false,"rel_l2_dq":null,"rel_l2_dk":null,"rel_l2_dv":null,"tolerance":0.02},"finite":true,"poison_ok":true,"repeatable":true,"repeat_runs":5,"main_kernel":{"registers":128,"local_bytes":0,"smem_bytes":1024},"spin_error":{"code":0,"unit":0,"bh":0,"q_tile":0,"wanted_rank":0,"seen":0}}'
 "#;
     let tools = [
-        ("nvidia-smi", format!("#!/bin/sh\necho 'Fake GPU, {compute_cap}, 1.0'\n")),
+        ("nvidia-smi", format!("#!/bin/sh\necho '{gpu}, {compute_cap}, 1.0'\n")),
         ("nvcc", format!("#!/bin/sh\n/bin/cat > harness <<'HARNESS'\n{harness}HARNESS\n/bin/chmod +x harness\n")),
     ];
     for (tool, script) in tools {
@@ -306,4 +310,39 @@ fn walk(dir: &std::path::Path) -> Vec<PathBuf> {
         out.push(path);
     }
     out
+}
+
+#[test]
+#[cfg(unix)]
+fn run_refuses_costs_calibrated_on_the_other_main_loop() {
+    // The fixture was calibrated on the portable loop of an H200; on a Hopper the sm90 loop is the default.
+    let bin = fake_gpu_machine_named("fake-h200", "9.0", "NVIDIA H200");
+    let cutlass = fake_cutlass("fake-h200-cutlass");
+    let costs = crate::common::costs_fixture();
+    let run = |extra: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_dashc"))
+            .args(["run", "--seqlen", "1024", "--heads", "16", "--schedule", "naive", "--costs", &costs])
+            .args(["--work-dir", bin.join("work").to_str().unwrap()])
+            .args(extra)
+            .current_dir(&bin)
+            .env_clear()
+            .env("PATH", &bin)
+            .env("CUTLASS_INCLUDE", &cutlass)
+            .env("FAKE_VALUES", "1")
+            .output()
+            .expect("dashc runs")
+    };
+    let out = run(&[]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("calibrated on the sm80 main loop, this run builds the sm90 one"),
+        "{}",
+        stderr(&out)
+    );
+    // With the loop it was calibrated on, the run goes ahead.
+    let out = run(&["--arch", "sm80"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    for dir in [bin, cutlass] {
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

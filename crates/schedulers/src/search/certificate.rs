@@ -20,7 +20,8 @@ pub struct ProblemBounds {
     /// the sum of the k + 1 shortest of them (the best k).
     pub column_packing: f64,
     /// The adds into one dQ tile (or, under GQA, one dK/dV tile) are serialized, with a hand-off between
-    /// consecutive ones, after at least the first contributor's compute.
+    /// consecutive ones, after at least the first contributor's compute. (Under decoupled dQ writers the unit's
+    /// dK/dV epilogue need not follow the last add, so only the unit start is added.)
     pub reduction_chain: f64,
 }
 
@@ -66,7 +67,7 @@ impl ProblemBounds {
                 chain = chain.max(column + g * c.dkv_reduce + (g - 1.0) * c.handoff);
             }
         }
-        let reduction_chain = chain + overhead;
+        let reduction_chain = chain + if c.decoupled() { c.unit_start() } else { overhead };
         ProblemBounds { work, longest_column, column_packing, reduction_chain }
     }
 

@@ -114,10 +114,12 @@ impl Tables {
         b * self.kv_heads + h / self.group
     }
 
-    /// Time of one column on its own: every task's compute and reduce, and its dK/dV add under GQA.
+    /// Time of one column on its own: every task's compute and reduce, and its dK/dV add under GQA. Under
+    /// decoupled dQ writers the adds run beside the compute and take none of the SM's time.
     pub fn column_work(&self, kv: u32) -> f64 {
         let (a, b) = (self.col_start[kv as usize] as usize, self.col_start[kv as usize + 1] as usize);
-        let mut w: f64 = self.cost_of[a..b].iter().map(|c| c + self.costs.reduce).sum();
+        let reduce = if self.costs.decoupled() { 0.0 } else { self.costs.reduce };
+        let mut w: f64 = self.cost_of[a..b].iter().map(|c| c + reduce).sum();
         if self.gqa() {
             w += self.costs.dkv_reduce;
         }

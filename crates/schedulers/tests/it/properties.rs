@@ -222,7 +222,8 @@ fn a_schedule_must_run_on_both_main_loops() {
     // Two units on one KV head and two SMs. Unit 0 visits Q tiles 0 then 1; unit 1 visits 1 then 0. Ranks:
     // tile 0 is added by unit 1 first, tile 1 by unit 0 first. In sequence each unit's first task waits for the
     // other's second: a cycle of the DAG. With two decoupled writers each unit would stage both tasks and both
-    // would complete, but the schedule would hang the portable loop: validation refuses it under either model.
+    // would complete, but the schedule would hang the portable loop: validation refuses it under the decoupled
+    // model too (by the DAG's cycle check, which does not depend on the costs).
     use dag_model::{Order, Unit, Visit};
     let p = problem(1, 1, 1, 128, 128, 64, 64);
     let tm = Arc::new(TileMask::new(&p, &Mask::Full).unwrap());

@@ -93,6 +93,26 @@ proptest! {
     }
 
     #[test]
+    fn problem_bounds_hold_under_decoupled_writers((problem, mask, machine, costs) in case(), writers in 1u32..4) {
+        // The sm90 main loop's model (multi-head attention only): the adds run beside the compute.
+        let problem = crate::common::problem(
+            problem.batch(), problem.heads(), problem.heads(), problem.seqlen_q(), problem.seqlen_k(),
+            problem.block_m(), problem.block_n(),
+        );
+        let costs = CostModel { dq_writers: writers, ..costs };
+        let tm = std::sync::Arc::new(dag_model::TileMask::new(&problem, &mask).unwrap());
+        let pb = ProblemBounds::of(&problem, &tm, machine, &costs).best();
+        for kind in ScheduleKind::ALL {
+            if kind.check_applicable(&problem, &mask).is_err() {
+                continue;
+            }
+            let s = kind.build(problem, mask.clone(), tm.clone(), machine, &costs).unwrap();
+            let m = simulate(&s, &costs, false).unwrap().makespan;
+            prop_assert!(pb <= m + 1e-9 * m.max(1.0), "{kind:?}: bound {pb} above {m}");
+        }
+    }
+
+    #[test]
     fn the_search_alone_never_loses_to_its_list_seeds((problem, mask, machine, costs) in case()) {
         let config = SearchConfig { builtin_seeds: false, ..iterations(16) };
         let r = run(problem, &mask, machine, &costs, &config);
