@@ -153,21 +153,73 @@ impl Dispatch {
     }
 }
 
-/// The simulation's result from what it booked: the makespan is the last unit's end, and each SM's idle time is
-/// what its busy and waiting time leave of it.
-fn finish(
-    mut stats: Vec<SmStats>,
+/// What both simulators book as they go: each SM's statistics, each unit's start, end and SM, the timeline
+/// (when asked for), the dispatcher, and how many units have ended.
+struct Books {
+    stats: Vec<SmStats>,
     unit_start: Vec<f64>,
     unit_end: Vec<f64>,
     unit_sm: Vec<u32>,
-    mut timeline: Vec<Segment>,
-) -> Simulation {
-    let makespan = unit_end.iter().copied().fold(0.0, f64::max);
-    for st in &mut stats {
-        st.idle = (makespan - st.busy - st.wait).max(0.0);
+    record_timeline: bool,
+    timeline: Vec<Segment>,
+    dispatch: Dispatch,
+    done_units: usize,
+}
+
+impl Books {
+    fn new(schedule: &Schedule, record_timeline: bool) -> Books {
+        let machine = schedule.machine();
+        let (p, units) = (machine.sms as usize, schedule.units().len());
+        Books {
+            stats: vec![SmStats::default(); p],
+            unit_start: vec![f64::NAN; units],
+            unit_end: vec![f64::NAN; units],
+            unit_sm: vec![u32::MAX; units],
+            record_timeline,
+            timeline: Vec::new(),
+            dispatch: Dispatch { launch: machine.launch, sms: p, next_in_order: 0 },
+            done_units: 0,
+        }
     }
-    timeline.sort_by(|a, b| a.sm.cmp(&b.sm).then(a.start.total_cmp(&b.start)));
-    Simulation { makespan, sms: stats, unit_start, unit_end, unit_sm, timeline }
+
+    fn record(&mut self, seg: Segment) {
+        if self.record_timeline {
+            self.timeline.push(seg);
+        }
+    }
+
+    fn unit_started(&mut self, unit: usize, sm: u32, time: f64) {
+        self.unit_start[unit] = time;
+        self.unit_sm[unit] = sm;
+    }
+
+    fn unit_ended(&mut self, unit: usize, time: f64) {
+        self.unit_end[unit] = time;
+        self.done_units += 1;
+    }
+
+    /// The simulation's result from what was booked: the makespan is the last unit's end, and each SM's idle
+    /// time is what its busy and waiting time leave of it.
+    fn finish(self) -> Simulation {
+        let Books { mut stats, unit_start, unit_end, unit_sm, mut timeline, .. } = self;
+        let makespan = unit_end.iter().copied().fold(0.0, f64::max);
+        for st in &mut stats {
+            st.idle = (makespan - st.busy - st.wait).max(0.0);
+        }
+        timeline.sort_by(|a, b| a.sm.cmp(&b.sm).then(a.start.total_cmp(&b.start)));
+        Simulation { makespan, sms: stats, unit_start, unit_end, unit_sm, timeline }
+    }
+}
+
+/// How the holder of the rank a stuck unit waits for stands, for the deadlock message.
+fn holder_state(resident: bool, launched: bool) -> &'static str {
+    if resident {
+        "is resident but itself waiting"
+    } else if launched {
+        "has run"
+    } else {
+        "is not launched because every SM is occupied by a waiting unit"
+    }
 }
 
 /// Simulates `schedule` on its machine under `costs`. With `record_timeline`, every segment is kept (memory
@@ -211,41 +263,27 @@ pub fn simulate(schedule: &Schedule, costs: &CostModel, record_timeline: bool) -
         };
         p
     ];
-    let mut stats = vec![SmStats::default(); p];
-    let mut unit_start = vec![f64::NAN; units.len()];
-    let mut unit_end = vec![f64::NAN; units.len()];
-    let mut unit_sm = vec![u32::MAX; units.len()];
-    let mut timeline = Vec::new();
+    let mut books = Books::new(schedule, record_timeline);
     let mut heap = BinaryHeap::with_capacity(p);
-    let mut dispatch = Dispatch { launch: machine.launch, sms: p, next_in_order: 0 };
-    let mut done_units = 0usize;
-
     for (sm, state) in sms.iter_mut().enumerate() {
         state.next_static = sm;
         state.finished = true;
         heap.push(Event { time: 0.0, sm: sm as u32 });
     }
 
-    let mut record = |seg: Segment| {
-        if record_timeline {
-            timeline.push(seg);
-        }
-    };
-
     while let Some(Event { time, sm }) = heap.pop() {
         let mut s = sms[sm as usize];
-        let mut st = stats[sm as usize];
+        let mut st = books.stats[sm as usize];
         if s.finished {
             // Dispatch the next unit to this SM, if any.
-            let next = dispatch.next(&mut s.next_static);
+            let next = books.dispatch.next(&mut s.next_static);
             if next >= units.len() {
                 s.unit = u32::MAX;
                 sms[sm as usize] = s;
                 continue;
             }
             s = SmState { unit: next as u32, time, step: 0, arrived: false, finished: false, ..s };
-            unit_start[next] = time;
-            unit_sm[next] = sm;
+            books.unit_started(next, sm, time);
             st.units += 1;
             let unit = &units[next];
             let first = unit.visits[0];
@@ -260,7 +298,7 @@ pub fn simulate(schedule: &Schedule, costs: &CostModel, record_timeline: bool) -
                 start: time,
                 end,
             };
-            record(seg);
+            books.record(seg);
             st.busy += end - time;
             s.time = end;
         }
@@ -277,7 +315,7 @@ pub fn simulate(schedule: &Schedule, costs: &CostModel, record_timeline: bool) -
                 if !s.arrived {
                     s.compute_start = s.time;
                     let end = s.time + costs.compute(v.fraction());
-                    record(seg(SegmentKind::Compute, v.kv as u32, v.q as u32, s.time, end));
+                    books.record(seg(SegmentKind::Compute, v.kv as u32, v.q as u32, s.time, end));
                     st.busy += end - s.time;
                     s.time = end;
                     s.arrived = true;
@@ -302,12 +340,11 @@ pub fn simulate(schedule: &Schedule, costs: &CostModel, record_timeline: bool) -
             } else {
                 let end = s.time + costs.unit_finish();
                 let last = unit.visits[unit.visits.len() - 1];
-                record(seg(SegmentKind::Finish, last.kv as u32, last.q as u32, s.time, end));
+                books.record(seg(SegmentKind::Finish, last.kv as u32, last.q as u32, s.time, end));
                 st.busy += end - s.time;
                 s.time = end;
                 s.finished = true;
-                unit_end[ui] = end;
-                done_units += 1;
+                books.unit_ended(ui, end);
                 heap.push(Event { time: end, sm });
                 break;
             };
@@ -324,11 +361,11 @@ pub fn simulate(schedule: &Schedule, costs: &CostModel, record_timeline: bool) -
                 s.time.max(tiles.released_at[tile] + handoff)
             };
             if start > s.time {
-                record(seg(wait_kind, kv, q, s.time, start));
+                books.record(seg(wait_kind, kv, q, s.time, start));
                 st.wait += start - s.time;
             }
             let end = start + reduce_cost;
-            record(seg(reduce_kind, kv, q, start, end));
+            books.record(seg(reduce_kind, kv, q, start, end));
             st.busy += end - start;
             s.time = end;
             s.arrived = false;
@@ -341,9 +378,9 @@ pub fn simulate(schedule: &Schedule, costs: &CostModel, record_timeline: bool) -
                     // Write dK/dV of the old KV tile, then load the new one: booked as a finish and a start.
                     let (old_kv, next) = (unit.visits[s.step - 1], unit.visits[s.step]);
                     let written = end + costs.unit_finish();
-                    record(seg(SegmentKind::Finish, old_kv.kv as u32, old_kv.q as u32, end, written));
+                    books.record(seg(SegmentKind::Finish, old_kv.kv as u32, old_kv.q as u32, end, written));
                     let loaded = written + costs.unit_start();
-                    record(seg(SegmentKind::Start, next.kv as u32, next.q as u32, written, loaded));
+                    books.record(seg(SegmentKind::Start, next.kv as u32, next.q as u32, written, loaded));
                     st.busy += loaded - end;
                     s.time = loaded;
                     release = loaded;
@@ -365,13 +402,13 @@ pub fn simulate(schedule: &Schedule, costs: &CostModel, record_timeline: bool) -
             }
         }
         sms[sm as usize] = s;
-        stats[sm as usize] = st;
+        books.stats[sm as usize] = st;
     }
 
-    if done_units < units.len() {
-        return Err(deadlock(schedule, &sms, &dq, &dkv, &runs, dispatch.next_in_order));
+    if books.done_units < units.len() {
+        return Err(deadlock(schedule, &sms, &dq, &dkv, &runs, books.dispatch.next_in_order));
     }
-    Ok(finish(stats, unit_start, unit_end, unit_sm, timeline))
+    Ok(books.finish())
 }
 
 /// An SM under `CostModel::dq_writers` = k: the compute side and k writers, one per staging buffer.
@@ -436,32 +473,21 @@ fn simulate_decoupled(
         last_release: 0.0,
     };
     let mut sms = vec![idle_sm; p];
-    let mut stats = vec![SmStats::default(); p];
-    let mut unit_start = vec![f64::NAN; units.len()];
-    let mut unit_end = vec![f64::NAN; units.len()];
-    let mut unit_sm = vec![u32::MAX; units.len()];
-    let mut timeline = Vec::new();
+    let mut books = Books::new(schedule, record_timeline);
     let mut heap = BinaryHeap::with_capacity(p);
-    let mut dispatch = Dispatch { launch: machine.launch, sms: p, next_in_order: 0 };
-    let mut done_units = 0usize;
     for (sm, state) in sms.iter_mut().enumerate() {
         state.next_static = sm;
         heap.push(Event { time: 0.0, sm: sm as u32 });
     }
-    let mut record = |seg: Segment| {
-        if record_timeline {
-            timeline.push(seg);
-        }
-    };
 
     while let Some(Event { time, sm }) = heap.pop() {
         let mut s = sms[sm as usize].clone();
-        let mut st = stats[sm as usize];
+        let mut st = books.stats[sm as usize];
         if s.finished {
             if time < s.free_at {
                 continue; // a stale wake-up from before the unit's end
             }
-            let next = dispatch.next(&mut s.next_static);
+            let next = books.dispatch.next(&mut s.next_static);
             if next >= units.len() {
                 s.unit = u32::MAX;
                 sms[sm as usize] = s;
@@ -470,7 +496,7 @@ fn simulate_decoupled(
             let unit = &units[next];
             let first = unit.visits[0];
             let loaded = time + costs.unit_start();
-            record(Segment {
+            books.record(Segment {
                 sm,
                 unit: next as u32,
                 bh: unit.bh,
@@ -482,8 +508,7 @@ fn simulate_decoupled(
             });
             st.busy += loaded - time;
             st.units += 1;
-            unit_start[next] = time;
-            unit_sm[next] = sm;
+            books.unit_started(next, sm, time);
             s = DecoupledSm {
                 unit: next as u32,
                 finished: false,
@@ -518,7 +543,7 @@ fn simulate_decoupled(
                 let ready = staged.max(s.writer_free[b]);
                 let start = if v.rank == 0 { ready } else { ready.max(dq.released_at[tile] + handoff) };
                 let release = start + costs.reduce();
-                record(seg(SegmentKind::Reduce, v.kv as u32, v.q as u32, start, release));
+                books.record(seg(SegmentKind::Reduce, v.kv as u32, v.q as u32, start, release));
                 s.writer_free[b] = release;
                 s.last_release = s.last_release.max(release);
                 s.held[b] = None;
@@ -542,19 +567,19 @@ fn simulate_decoupled(
                         // Write dK/dV of the old KV tile, load the new K/V.
                         let prev = unit.visits[t - 1];
                         let written = start + costs.unit_finish();
-                        record(seg(SegmentKind::Finish, prev.kv as u32, prev.q as u32, start, written));
+                        books.record(seg(SegmentKind::Finish, prev.kv as u32, prev.q as u32, start, written));
                         let loaded = written + costs.unit_start();
-                        record(seg(SegmentKind::Start, v.kv as u32, v.q as u32, written, loaded));
+                        books.record(seg(SegmentKind::Start, v.kv as u32, v.q as u32, written, loaded));
                         st.busy += loaded - start;
                         start = loaded;
                     }
                     let end = start + costs.compute(v.fraction());
-                    record(seg(SegmentKind::Compute, v.kv as u32, v.q as u32, start, end));
+                    books.record(seg(SegmentKind::Compute, v.kv as u32, v.q as u32, start, end));
                     st.busy += end - start;
                     // Staging waits for the buffer's writer to have released task t - k.
                     let staged = end.max(s.writer_free[b]);
                     if staged > end {
-                        record(seg(SegmentKind::Wait, v.kv as u32, v.q as u32, end, staged));
+                        books.record(seg(SegmentKind::Wait, v.kv as u32, v.q as u32, end, staged));
                         st.wait += staged - end;
                     }
                     s.compute_free = staged;
@@ -570,23 +595,22 @@ fn simulate_decoupled(
         if s.next_task == n && s.held.iter().all(Option::is_none) {
             let last = unit.visits[n - 1];
             let written = s.compute_free + costs.unit_finish();
-            record(seg(SegmentKind::Finish, last.kv as u32, last.q as u32, s.compute_free, written));
+            books.record(seg(SegmentKind::Finish, last.kv as u32, last.q as u32, s.compute_free, written));
             st.busy += written - s.compute_free;
             let end = written.max(s.last_release);
             s.finished = true;
             s.free_at = end;
-            unit_end[ui] = end;
-            done_units += 1;
+            books.unit_ended(ui, end);
             heap.push(Event { time: end, sm });
         }
         sms[sm as usize] = s;
-        stats[sm as usize] = st;
+        books.stats[sm as usize] = st;
     }
 
-    if done_units < units.len() {
-        return Err(decoupled_deadlock(schedule, &sms, &dq, k, dispatch.next_in_order));
+    if books.done_units < units.len() {
+        return Err(decoupled_deadlock(schedule, &sms, &dq, k, books.dispatch.next_in_order));
     }
-    Ok(finish(stats, unit_start, unit_end, unit_sm, timeline))
+    Ok(books.finish())
 }
 
 /// Explains a stuck decoupled simulation: the earliest-launched unit with a parked writer, its rank and tile.
@@ -628,13 +652,7 @@ fn decoupled_deadlock(
         rank: v.rank as u32,
         next,
         holder,
-        holder_state: if resident {
-            "is resident but itself waiting"
-        } else if launched {
-            "has run"
-        } else {
-            "is not launched because every SM is occupied by a waiting unit"
-        },
+        holder_state: holder_state(resident, launched),
     }
 }
 
@@ -690,13 +708,7 @@ fn deadlock(
         }
     };
     let resident = sms.iter().any(|s| s.unit as usize == holder && !s.finished);
-    let holder_state = if resident {
-        "is resident but itself waiting"
-    } else if launched {
-        "has run"
-    } else {
-        "is not launched because every SM is occupied by a waiting unit"
-    };
+    let holder_state = holder_state(resident, launched);
     ScheduleError::Deadlock {
         sms: machine.sms,
         launch: machine.launch.name(),
