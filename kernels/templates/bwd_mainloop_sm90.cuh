@@ -143,6 +143,13 @@ struct BwdConfig {
                                       make_tensor(make_gmem_ptr(static_cast<const Element*>(nullptr)), ShapeQkv{},
                                                   StrideQkv{}),
                                       SmemLayoutK{}));
+  // dK_j/dV_j leave through the K_j/V_j tiles (same shape and layout) by TMA stores.
+  using TmaStoreKv = decltype(make_tma_copy(SM90_TMA_STORE{},
+                                            make_tensor(make_gmem_ptr(static_cast<Element*>(nullptr)), ShapeQkv{},
+                                                        StrideQkv{}),
+                                            SmemLayoutK{}));
+  // The dK/dV accumulator fragments into those tiles (stmatrix, not transposed).
+  using StoreAtomDkv = Copy_Atom<SM90_U32x4_STSM_N, Element>;
 
   static constexpr uint32_t kQTileBytes = BLOCK_M * HEAD_DIM * 2;
   static constexpr uint32_t kKvTileBytes = BLOCK_N * HEAD_DIM * 2;
@@ -189,7 +196,7 @@ struct SharedStorage {
   alignas(8) uint64_t full[Cfg::kStages];   // producer -> consumers: the stage's loads landed
   uint64_t empty[Cfg::kStages];             // consumers -> producer: the stage may be refilled
   uint64_t kv_full;                         // K_j/V_j landed
-  uint64_t kv_empty;                        // the consumers are done with K_j/V_j
+  uint64_t kv_empty;                        // K_j/V_j's tiles are free: products done, dK_j/dV_j stored out
 };
 
 // ---------------------------------------------------------------------------
@@ -329,6 +336,8 @@ struct KernelParams {
   typename Cfg::TmaQ tma_do;
   typename Cfg::TmaK tma_k;
   typename Cfg::TmaK tma_v;
+  typename Cfg::TmaStoreKv tma_dk;
+  typename Cfg::TmaStoreKv tma_dv;
 };
 
 template <class Cfg>
@@ -600,19 +609,28 @@ __device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
       CUTE_UNROLL
       for (int j = 0; j < kPairs; ++j) neg_lse2[j] = make_float2(-neg_lse2[j].x * kLog2e, -neg_lse2[j].y * kLog2e);
     }
+    // P^T in bf16, written a pair of neighbouring columns at a time (one
+    // conversion into one 32-bit register, the unit of the wgmma A fragment):
+    // converted one value at a time, the pairs were packed right before each dV
+    // wgmma, and ptxas fenced every one of them separately.
     Tensor p_bf16 = make_tensor_like<Element>(acc_s);
+    __nv_bfloat162* p_pairs = reinterpret_cast<__nv_bfloat162*>(raw_pointer_cast(p_bf16.data()));
     {
       const int row_first = tile.q * Cfg::BLOCK_M;
       const int col_first = tile.kv * Cfg::BLOCK_N;
       bool need_mask = col_first + Cfg::BLOCK_N > p.seqlen_k;
       if constexpr (Cfg::IS_CAUSAL) need_mask |= col_first + Cfg::BLOCK_N - 1 > row_first + causal_offset;
-      auto exp_row = [&](int i) {
-        float neg_lse;
+      // Elements i and i + 1 (i even) are neighbouring columns: one 8-byte read
+      // of their LSE where it was not read ahead.
+      auto neg_lse_pair = [&](int i) {
         if constexpr (Cfg::kPrefetchRowStats) {
-          neg_lse = i % 2 ? neg_lse2[i / 4].y : neg_lse2[i / 4].x;
+          return neg_lse2[i / 4];
         } else {
-          neg_lse = -lse[get<1>(cSt(i))] * kLog2e;
+          const float2 l = *reinterpret_cast<const float2*>(lse + get<1>(cSt(i)));
+          return make_float2(-l.x * kLog2e, -l.y * kLog2e);
         }
+      };
+      auto exp_elem = [&](int i, float neg_lse) {
         return fast_exp2(fmaf(acc_s(i), p.softmax_scale_log2, neg_lse));
       };
       // Two loops rather than one with a per-element test: the masked one holds
@@ -620,16 +638,23 @@ __device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
       if (need_mask) {
         const int kv_limit = p.seqlen_k - col_first;            // KV rows at or past it are masked
         const int diag = row_first + causal_offset - col_first;  // causal: kv - q > diag is masked
-        CUTE_UNROLL
-        for (int i = 0; i < size(acc_s); ++i) {
+        auto p_masked = [&](int i, float neg_lse) {
           const int kv = get<0>(cSt(i));
           bool masked = kv >= kv_limit;
           if constexpr (Cfg::IS_CAUSAL) masked |= kv - get<1>(cSt(i)) > diag;
-          p_bf16(i) = Element(masked ? 0.f : exp_row(i));
+          return masked ? 0.f : exp_elem(i, neg_lse);
+        };
+        CUTE_UNROLL
+        for (int i = 0; i < size(acc_s); i += 2) {
+          const float2 l = neg_lse_pair(i);
+          p_pairs[i / 2] = __floats2bfloat162_rn(p_masked(i, l.x), p_masked(i + 1, l.y));
         }
       } else {
         CUTE_UNROLL
-        for (int i = 0; i < size(acc_s); ++i) p_bf16(i) = Element(exp_row(i));
+        for (int i = 0; i < size(acc_s); i += 2) {
+          const float2 l = neg_lse_pair(i);
+          p_pairs[i / 2] = __floats2bfloat162_rn(exp_elem(i, l.x), exp_elem(i + 1, l.y));
+        }
       }
     }
 
@@ -642,23 +667,27 @@ __device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
     warpgroup_wait<0>();
     warpgroup_fence_operand(acc_dp);
     Tensor ds_bf16 = make_tensor_like<Element>(acc_dp);
+    __nv_bfloat162* ds_pairs = reinterpret_cast<__nv_bfloat162*>(raw_pointer_cast(ds_bf16.data()));
     CUTE_UNROLL
-    for (int i = 0; i < size(acc_dp); ++i) {
-      float d;
+    for (int i = 0; i < size(acc_dp); i += 2) {
+      float2 d;
       if constexpr (Cfg::kPrefetchRowStats) {
-        d = i % 2 ? dsum2[i / 4].y : dsum2[i / 4].x;
+        d = dsum2[i / 4];
       } else {
-        d = dsum[get<1>(cSt(i))];
+        d = *reinterpret_cast<const float2*>(dsum + get<1>(cSt(i)));
       }
-      ds_bf16(i) = Element(float(p_bf16(i)) * (acc_dp(i) - d));
+      const float2 pf = __bfloat1622float2(p_pairs[i / 2]);
+      ds_pairs[i / 2] = __floats2bfloat162_rn(pf.x * (acc_dp(i) - d.x), pf.y * (acc_dp(i + 1) - d.y));
     }
     {
       auto store_ds = make_tiled_copy_C(typename Cfg::StoreAtomDst{}, mma_sdp);
       auto thr_store = store_ds.get_thread_slice(tid);
       copy(store_ds, thr_store.retile_S(ds_bf16), thr_store.partition_D(sDst));
     }
-    // The accumulator fragments of S^T/dP^T, regrouped as the A operand of the
-    // dK/dV products (their k runs over the q columns).
+    // The bf16 fragments of P^T and dS^T, regrouped as the A operand of the dV
+    // and dK products (their k runs over the q columns). dV goes after the dS
+    // stores: issued before the wait for dP^T instead (to fill the tensor cores
+    // while dS is computed) it measured 0-2% slower (bench/NOTES.md, run 35).
     Tensor tVrP = make_tensor(p_bf16.data(), typename Cfg::LayoutAregs{});
     Tensor tKrDs = make_tensor(ds_bf16.data(), typename Cfg::LayoutAregs{});
     {
@@ -722,34 +751,54 @@ __device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
       fence_async_shared();
       named_arrive(kBarDqFull + b, 32 + Cfg::kConsumerThreads);
     }
-    // This warp is done with the stage (Q, dO, LSE, D) and, after a KV tile's
-    // last visit, with K and V (its warpgroup's products are complete): one
-    // arrival per warp.
+    // This warp is done with the stage (Q, dO, LSE, D): one arrival per warp.
+    // K and V are released after the KV tile's dK/dV have left through their tiles.
     const VisitSlot slot = read_slot(ss.slot[s]);
     const Visit cur = decode_visit(VisitEntry{slot.kv_q, slot.rank_flags});
     __syncwarp();  // the whole warp has read the slot
     if ((fresh_thread_index() & 31) == 0) {
       mbar_arrive(&ss.empty[s]);
-      if (cur.last_of_kv()) mbar_arrive(&ss.kv_empty);
     }
 
     // ---- End of this KV tile's visits: write dK_j, dV_j ----
+    // Through the K_j/V_j tiles, which both warpgroups' products have finished
+    // reading once all consumers pass the barrier: stmatrix into them, then one
+    // thread stores both tiles with TMA (whole 128-byte lines; rows past seqlen_k
+    // are clipped by the tensor's bounds) and frees them for the next KV tile once
+    // the stores have read them out. Direct stores of the accumulator fragments
+    // (4 bytes a thread, 8 rows a warp instruction) took 2.4 us (head dim 64) to
+    // 5.1 us (head dim 128) per unit.
     if (cur.last_of_kv()) {
-      Tensor cKv = thr_dkv.partition_C(make_identity_tensor(Shape<BN, HD>{}));
-      const int row0 = cur.kv * Cfg::BLOCK_N;
-      const int batch = slot.bh / p.heads, head = slot.bh - batch * p.heads;
-      const size_t row_stride = (size_t)p.heads * Cfg::HEAD_DIM;
-      const size_t base = ((size_t)batch * p.seqlen_k + row0) * row_stride + (size_t)head * Cfg::HEAD_DIM;
-      // Accumulator elements come in pairs of adjacent columns: one 4-byte store each.
-      CUTE_UNROLL
-      for (int i = 0; i < size(acc_dk); i += 2) {
-        const int r = get<0>(cKv(i)), c = get<1>(cKv(i));
-        if (row0 + r < p.seqlen_k) {
-          const size_t g = base + (size_t)r * row_stride + c;
-          *reinterpret_cast<__nv_bfloat162*>(p.dk + g) =
-              __floats2bfloat162_rn(acc_dk(i) * p.softmax_scale, acc_dk(i + 1) * p.softmax_scale);
-          *reinterpret_cast<__nv_bfloat162*>(p.dv + g) = __floats2bfloat162_rn(acc_dv(i), acc_dv(i + 1));
-        }
+      named_sync(kBarConsumers, Cfg::kConsumerThreads);
+      auto store_dkv = make_tiled_copy_C(typename Cfg::StoreAtomDkv{}, mma_dkv);
+      auto thr_store = store_dkv.get_thread_slice(tid);
+      {
+        Tensor out = make_tensor_like<Element>(acc_dk);
+        CUTE_UNROLL
+        for (int i = 0; i < size(acc_dk); ++i) out(i) = Element(acc_dk(i) * p.softmax_scale);
+        copy(store_dkv, thr_store.retile_S(out), thr_store.partition_D(sK));
+      }
+      {
+        Tensor out = make_tensor_like<Element>(acc_dv);
+        CUTE_UNROLL
+        for (int i = 0; i < size(acc_dv); ++i) out(i) = Element(acc_dv(i));
+        copy(store_dkv, thr_store.retile_S(out), thr_store.partition_D(sV));
+      }
+      fence_async_shared();
+      named_sync(kBarConsumers, Cfg::kConsumerThreads);
+      if (tid == 0) {
+        const int batch = slot.bh / p.heads, head = slot.bh - batch * p.heads;
+        Tensor mDk = kp.tma_dk.get_tma_tensor(qkv_shape<Cfg>(p, p.seqlen_k));
+        Tensor mDv = kp.tma_dv.get_tma_tensor(qkv_shape<Cfg>(p, p.seqlen_k));
+        Tensor gDk = local_tile(mDk(_, _, head, batch), Shape<BN, HD>{}, make_coord(cur.kv, 0));
+        Tensor gDv = local_tile(mDv(_, _, head, batch), Shape<BN, HD>{}, make_coord(cur.kv, 0));
+        auto tma_dk = kp.tma_dk.get_slice(_0{});
+        auto tma_dv = kp.tma_dv.get_slice(_0{});
+        copy(kp.tma_dk, tma_dk.partition_S(sK), tma_dk.partition_D(gDk));
+        copy(kp.tma_dv, tma_dv.partition_S(sV), tma_dv.partition_D(gDv));
+        tma_store_arrive();
+        tma_store_wait<0>();  // both tiles read out
+        mbar_arrive(&ss.kv_empty);
       }
       clear(acc_dk);
       clear(acc_dv);
@@ -761,6 +810,8 @@ __device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
       }
     }
   }
+  // The dK/dV stores have landed before the CTA (and its shared memory) goes.
+  if (fresh_thread_index() == 128) bulk_wait_all_complete();
   // Tell every writer there is no more work, each in its turn.
   for (int i = 0; i < Cfg::kDqStages; ++i) {
     const int b = (count + i) % Cfg::kDqStages;
@@ -792,12 +843,14 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) bwd_main_kernel(const __grid
       mbar_init(&ss.empty[s], 8);  // one arrival per consumer warp
     }
     mbar_init(&ss.kv_full, 1);
-    mbar_init(&ss.kv_empty, 8);
+    mbar_init(&ss.kv_empty, 1);  // the consumer thread that stores dK/dV out
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     cute::prefetch_tma_descriptor(kp.tma_q.get_tma_descriptor());
     cute::prefetch_tma_descriptor(kp.tma_do.get_tma_descriptor());
     cute::prefetch_tma_descriptor(kp.tma_k.get_tma_descriptor());
     cute::prefetch_tma_descriptor(kp.tma_v.get_tma_descriptor());
+    cute::prefetch_tma_descriptor(kp.tma_dk.get_tma_descriptor());
+    cute::prefetch_tma_descriptor(kp.tma_dv.get_tma_descriptor());
   }
   __syncthreads();
 
@@ -878,6 +931,12 @@ struct MainLoop {
     kp.tma_do = make_tma_copy(SM90_TMA_LOAD{}, qkv(p.dout, p.seqlen_q), typename Cfg::SmemLayoutQ{});
     kp.tma_k = make_tma_copy(SM90_TMA_LOAD{}, qkv(p.k, p.seqlen_k), typename Cfg::SmemLayoutK{});
     kp.tma_v = make_tma_copy(SM90_TMA_LOAD{}, qkv(p.v, p.seqlen_k), typename Cfg::SmemLayoutK{});
+    auto kv_out = [&](__nv_bfloat16* ptr) {
+      return make_tensor(make_gmem_ptr(reinterpret_cast<Element*>(ptr)), qkv_shape<Cfg>(p, p.seqlen_k),
+                         typename Cfg::StrideQkv{row, _1{}, (int64_t)Cfg::HEAD_DIM, (int64_t)p.seqlen_k * row});
+    };
+    kp.tma_dk = make_tma_copy(SM90_TMA_STORE{}, kv_out(p.dk), typename Cfg::SmemLayoutK{});
+    kp.tma_dv = make_tma_copy(SM90_TMA_STORE{}, kv_out(p.dv), typename Cfg::SmemLayoutK{});
     return kp;
   }
 
