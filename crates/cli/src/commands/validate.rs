@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use schedulers::CostModel;
 
-use crate::args::{CostArgs, MaskArg, ShapeArgs, ShapeOnly, ValidateArgs};
+use crate::args::{CostArgs, LaunchArg, MaskArg, ShapeArgs, ShapeOnly, ValidateArgs};
 use crate::commands::calibrate::{provenance, summary};
 use crate::costs_file::{CostsFile, write_atomic, write_atomic_bytes};
 use crate::exit::bad_input;
@@ -44,8 +44,38 @@ struct Raw {
     compute_cap: String,
     driver: String,
     arch: String,
+    /// The launch policy the kernels ran with, which the predictions must use too. Files written before it was
+    /// recorded leave it out: see `Raw::launch`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    launch: Option<String>,
     rows: Vec<RawRow>,
     gantt: Vec<GanttRaw>,
+}
+
+impl Raw {
+    /// The recorded launch policy; for older files, the one their recorded command line asked for (in-order
+    /// unless it says `--launch persistent`).
+    fn launch(&self) -> Result<LaunchArg> {
+        let name = match &self.launch {
+            Some(name) => name.as_str(),
+            None if self.command.contains("--launch persistent") || self.command.contains("--launch=persistent") => {
+                "persistent"
+            }
+            None => "in-order",
+        };
+        match name {
+            "in-order" => Ok(LaunchArg::InOrder),
+            "persistent" => Ok(LaunchArg::Persistent),
+            other => Err(bad_input(format!("validation raw file: unknown launch '{other}'"))),
+        }
+    }
+}
+
+fn launch_name(launch: LaunchArg) -> &'static str {
+    match launch {
+        LaunchArg::InOrder => "in-order",
+        LaunchArg::Persistent => "persistent",
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -86,7 +116,14 @@ struct Shape {
     batch: u32,
 }
 
-fn shape_for(costs: &CostArgs, c: Shape, schedules: &str, sms: u32) -> Result<ShapeArgs> {
+/// The machine the kernels ran on: its SM count and the launch policy.
+#[derive(Debug, Clone, Copy)]
+struct MachineArgs {
+    sms: u32,
+    launch: LaunchArg,
+}
+
+fn shape_for(costs: &CostArgs, c: Shape, schedules: &str, machine: MachineArgs) -> Result<ShapeArgs> {
     let Shape { mask, head_dim, heads, seqlen, batch } = c;
     let mut shape = ShapeOnly::try_parse_from(["dashc"]).context("default shape flags")?.shape;
     shape.costs = costs.clone();
@@ -96,7 +133,8 @@ fn shape_for(costs: &CostArgs, c: Shape, schedules: &str, sms: u32) -> Result<Sh
     shape.seqlen = seqlen;
     shape.batch = batch;
     shape.schedule = schedules.to_string();
-    shape.sms = sms;
+    shape.sms = machine.sms;
+    shape.launch = machine.launch;
     Ok(shape)
 }
 
@@ -213,7 +251,7 @@ fn measure(args: &ValidateArgs, costs: &CostsFile, costs_path: &Path) -> Result<
                 &args.configs.costs,
                 Shape { mask, head_dim: hd, heads, seqlen, batch },
                 schedule,
-                args.configs.sms,
+                MachineArgs { sms: args.configs.sms, launch: args.configs.launch },
             )?;
             let setup = Setup::from_args(&shape)?;
             let sched = setup.schedules[0].build(
@@ -254,6 +292,7 @@ fn measure(args: &ValidateArgs, costs: &CostsFile, costs_path: &Path) -> Result<
         compute_cap: device.compute_cap.clone(),
         driver: device.driver.clone(),
         arch: target.describe(),
+        launch: Some(launch_name(args.configs.launch).to_string()),
         rows,
         gantt,
     };
@@ -304,6 +343,12 @@ fn report(
     raw_dir: &Path,
     doc_dir: &Path,
 ) -> Result<()> {
+    // The predictions use the launch the measurements were taken with.
+    let launch = raw.launch()?;
+    if args.configs.launch == LaunchArg::Persistent && launch == LaunchArg::InOrder {
+        return Err(bad_input("the measurements were taken with the in-order launch; leave out --launch persistent"));
+    }
+    let machine = MachineArgs { sms: args.configs.sms, launch };
     // Group measurements by configuration, in (mask, head dim, seqlen) order.
     let mut groups: BTreeMap<(String, u32, u32), Vec<&RawRow>> = BTreeMap::new();
     for r in raw.rows.iter().filter(|r| r.status == "ok" && r.main_ms.is_some()) {
@@ -322,7 +367,7 @@ fn report(
                 costs,
                 Shape { mask: mask_arg(mask)?, head_dim: *hd, heads, seqlen: *seqlen, batch },
                 &names.join(","),
-                args.configs.sms,
+                machine,
             )?;
             let mut setup = Setup::from_args(&shape)?;
             setup.costs = tweak(setup.costs);
@@ -376,8 +421,10 @@ fn report(
         doc,
         "Measured: the median main-kernel time of the deterministic timing build (CUDA events; no trace code), \
          which is what the simulator predicts (pre- and post-processing are not modelled). Predicted: the \
-         simulated makespan of the same schedule on 132 SMs with in-order launch under the calibrated costs. \
-         Error = |predicted − measured| / measured.\n"
+         simulated makespan of the same schedule on {} SMs with the {} launch (the measurements' own) under the \
+         calibrated costs. Error = |predicted − measured| / measured.\n",
+        machine.sms,
+        launch_name(launch)
     );
     // Calibration and held-out sets.
     let mut calib_sets = Vec::new();
@@ -391,8 +438,8 @@ fn report(
     }
     let _ = writeln!(
         doc,
-        "**Calibration set** (traced by `dashc calibrate`, schedules {}): {}. **Held out**: every other \
-         configuration below. The error targets are judged on the held-out rows only.\n",
+        "**Calibration set** (traced by `dashc calibrate`, with the in-order launch, schedules {}): {}. **Held \
+         out**: every other configuration below. The error targets are judged on the held-out rows only.{}\n",
         costs
             .entries
             .iter()
@@ -401,7 +448,16 @@ fn report(
             .into_iter()
             .collect::<Vec<_>>()
             .join(", "),
-        calib_sets.join("; ")
+        calib_sets.join("; "),
+        if launch == LaunchArg::InOrder {
+            String::new()
+        } else {
+            format!(
+                " The measurements below ran with the {} launch: the rows marked calibration share only their \
+                 shape and schedule with the calibration traces.",
+                launch_name(launch)
+            )
+        }
     );
     let _ = writeln!(doc, "## Fitted costs\n\n```\n{}```\n", summary(costs));
 
@@ -522,7 +578,7 @@ fn report(
             &args.configs.costs,
             Shape { mask: mask_arg(&g.mask)?, head_dim: g.head_dim, heads: g.heads, seqlen: g.seqlen, batch: g.batch },
             &g.schedule,
-            args.configs.sms,
+            machine,
         )?;
         let predicted = crate::commands::gantt::simulate(&shape, None)?;
         let name = format!("{doc_stem}-gantt-{}.png", g.mask);
@@ -566,9 +622,18 @@ fn report(
         );
     }
 
-    // Trace overhead over the calibration runs.
+    // Trace overhead over the calibration runs, which `dashc calibrate` traces with the in-order launch: a like-for-like
+    // pair only when these measurements are of that launch too.
     let mut over = Vec::new();
-    for e in &costs.entries {
+    if launch != LaunchArg::InOrder {
+        let _ = writeln!(
+            doc,
+            "## Trace overhead\n\nNot measured here: the calibration traces ran with the in-order launch, these \
+             measurements with the {} one.\n",
+            launch_name(launch)
+        );
+    }
+    for e in costs.entries.iter().filter(|_| launch == LaunchArg::InOrder) {
         for c in &e.calibrated_on {
             let plain =
                 rows.iter().find(|r| r.key == (c.mask.clone(), e.head_dim, c.seqlen) && r.schedule == c.schedule);

@@ -92,3 +92,70 @@ fn validate_rewrites_its_report_from_raw_measurements_and_refuses_another_gpu() 
     fails_with(&args, 2, "invalid validation raw file");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn validate_predicts_with_the_launch_its_measurements_ran_with() {
+    let dir = temp_dir("validate-launch");
+    let raw_with = |launch: Option<&str>, command: &str| {
+        let mut raw = serde_json::json!({
+            "format": "dashc-validation-raw", "schema_version": 1, "command": command, "tool": "dashc", "date": "d",
+            "commit": "c", "device": "NVIDIA H200", "compute_cap": "9.0", "driver": "x", "arch": "sm_90a",
+            "rows": [
+                {"mask": "causal", "head_dim": 128, "heads": 16, "seqlen": 4096, "batch": 4, "schedule": "descending",
+                 "status": "ok", "main_ms": 3.0, "total_ms": 3.2}
+            ],
+            "gantt": []
+        });
+        if let Some(l) = launch {
+            raw["launch"] = serde_json::json!(l);
+        }
+        raw.to_string()
+    };
+    let costs = fixture();
+    let report = |raw: String, extra: &[&str]| {
+        let raw_path = dir.join("raw.json");
+        std::fs::write(&raw_path, raw).unwrap();
+        let doc = dir.join("validation.md");
+        let mut args = vec!["validate", "--costs", &costs, "--from-raw", raw_path.to_str().unwrap()];
+        args.extend_from_slice(&["--doc", doc.to_str().unwrap()]);
+        args.extend_from_slice(extra);
+        let out = dashc(&args);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let text = std::fs::read_to_string(&doc).unwrap();
+        let row =
+            text.lines().find(|l| l.starts_with("| causal hd128 s4096 (4x16) | descending |")).unwrap().to_string();
+        (text, row)
+    };
+    let (in_order, in_order_row) = report(raw_with(None, "dashc validate"), &[]);
+    assert!(in_order.contains("with the in-order launch (the measurements' own)"), "{in_order}");
+    assert!(!in_order.contains("Not measured here"), "{in_order}");
+    let (persistent, persistent_row) = report(raw_with(Some("persistent"), "dashc validate"), &[]);
+    assert!(persistent.contains("with the persistent launch (the measurements' own)"), "{persistent}");
+    assert!(persistent.contains("Not measured here: the calibration traces ran with the in-order launch"));
+    // Descending on a causal mask: units of unequal length, which the static persistent assignment places
+    // differently from the in-order dispatcher, so the predictions differ.
+    assert_ne!(in_order_row, persistent_row);
+    // A file from before the launch was recorded: its command line says which.
+    let (_, old_row) = report(raw_with(None, "dashc validate --arch sm90 --launch persistent --reps 10"), &[]);
+    assert_eq!(old_row, persistent_row);
+    // Asking for the persistent launch against measurements of the in-order one is refused.
+    let raw_path = dir.join("raw.json");
+    std::fs::write(&raw_path, raw_with(Some("in-order"), "dashc validate")).unwrap();
+    let doc = dir.join("validation.md");
+    fails_with(
+        &[
+            "validate",
+            "--costs",
+            &costs,
+            "--from-raw",
+            raw_path.to_str().unwrap(),
+            "--doc",
+            doc.to_str().unwrap(),
+            "--launch",
+            "persistent",
+        ],
+        2,
+        "the measurements were taken with the in-order launch",
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
