@@ -50,7 +50,7 @@ impl MainLoop {
 
     /// How the main loop adds dQ, as the cost model counts it (`CostModel::dq_writers`): the portable loop's
     /// computing threads add after each visit (0); the sm90 loop has a writer warp per FP32 staging buffer
-    /// (`kDqStages` in its template: 2).
+    /// (`kDqStages` in its template: 2; a codegen test ties the two).
     pub fn dq_writers(self) -> u32 {
         match self {
             MainLoop::Sm80 => 0,

@@ -223,3 +223,25 @@ fn persistent_schedules_carry_their_grid_and_need_the_sm90_main_loop() {
         assert!(matches!(ScheduleData::parse(&broken), Err(CodegenError::Parse { line: 4, .. })), "{bad}");
     }
 }
+
+#[test]
+fn the_cost_models_dq_writer_count_is_the_sm90_templates_staging_buffer_count() {
+    // The sm90 loop runs one writer warp per FP32 staging buffer (`kDqStages`); the cost model's
+    // `dq_writers` must say the same, or calibration and prediction describe another kernel.
+    let source = EMBEDDED_SM90;
+    let line = source
+        .lines()
+        .find(|l| l.trim_start().starts_with("static constexpr int kDqStages ="))
+        .expect("the sm90 template declares kDqStages");
+    let stages: u32 = line
+        .split('=')
+        .nth(1)
+        .and_then(|v| v.trim().trim_end_matches(';').trim().parse().ok())
+        .unwrap_or_else(|| panic!("kDqStages is a plain number: {line}"));
+    assert_eq!(MainLoop::Sm90.dq_writers(), stages);
+    // And the writer warps are the warps after the producer in warpgroup 0: one per buffer.
+    assert!(source.contains("} else if (warp <= Cfg::kDqStages) {"), "writer warps are no longer one per buffer");
+    assert_eq!(MainLoop::Sm80.dq_writers(), 0);
+}
+
+const EMBEDDED_SM90: &str = include_str!("../../../kernels/templates/bwd_mainloop_sm90.cuh");
