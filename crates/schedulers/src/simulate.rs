@@ -422,25 +422,42 @@ struct DecoupledSm {
     next_static: usize,
     /// When the compute side is free for the next task (it has staged the previous one).
     compute_free: f64,
-    /// The next task the compute side will run.
+    /// The next task of `unit` the compute side will run.
     next_task: usize,
-    /// Per writer: the task it holds (staged, not yet released) and when it was staged.
-    held: Vec<Option<(usize, f64)>>,
+    /// Tasks the CTA has computed so far: its c-th goes to buffer c mod k (the kernel counts over all the units
+    /// of a CTA, which is one unit in the in-order launch).
+    count: usize,
+    /// Per writer: the task it holds (unit, task; staged, not yet released) and when it was staged.
+    held: Vec<Option<(usize, usize, f64)>>,
     /// Per writer: when it released its previous task (its buffer is free from then).
     writer_free: Vec<f64>,
     /// Per writer: parked on its task's dQ tile.
     parked: Vec<bool>,
-    last_release: f64,
+    /// Last release of each unit of this SM whose adds are not all out yet (persistent launch: the compute side
+    /// may have moved on to the next unit): (unit, adds still out, compute side's end or NaN, last release).
+    open: Vec<(usize, usize, f64, f64)>,
+    /// Persistent launch: the CTA's static list is done; the SM finishes once its writers have drained.
+    list_done: bool,
+}
+
+impl DecoupledSm {
+    fn open_unit(&mut self, unit: usize) -> &mut (usize, usize, f64, f64) {
+        let at = self.open.iter().position(|o| o.0 == unit).expect("an open unit");
+        &mut self.open[at]
+    }
 }
 
 /// The simulation under decoupled writers (`CostModel::dq_writers` > 0), the sm90 main loop's dQ path. Per SM the
-/// compute side runs the unit's tasks back to back and stages task t's partial into buffer t mod k once the
-/// buffer's writer has released task t - k (waiting for it counts as the SM's wait); writer b adds its tasks in
+/// compute side runs the unit's tasks back to back and stages the CTA's c-th task into buffer c mod k once the
+/// buffer's writer has released task c - k (waiting for it counts as the SM's wait); writer b adds its tasks in
 /// order, each once staged and once its rank is visible (release plus hand-off), and releases `reduce` later.
 /// A move to another KV tile inside a unit costs the compute side `unit_finish` + `unit_start` (dK/dV written, the
-/// next K/V loaded; with `kernel_epilogues`); the unit ends when its compute side has finished (`unit_finish`
-/// after the last task) and its writers have released everything. Units follow each other on an SM as in
-/// [`simulate`]. Multi-head attention only: the sm90 main loop has no dK/dV reductions (GQA).
+/// next K/V loaded; with `kernel_epilogues`); a unit's compute side ends `unit_finish` after its last task, and the
+/// unit ends when that is done and its writers have released everything. In the in-order launch a CTA is one unit:
+/// the SM takes the next unit when the unit has ended (as in [`simulate`]). In the persistent launch the CTA's
+/// compute side starts its next unit as soon as its own end is done (`unit_start` later), while the same writers
+/// finish the previous unit's adds beside it, as the kernel's consumers and writer warps do. Multi-head attention
+/// only: the sm90 main loop has no dK/dV reductions (GQA).
 fn simulate_decoupled(
     schedule: &Schedule,
     costs: &CostModel,
@@ -454,6 +471,7 @@ fn simulate_decoupled(
         });
     }
     let machine = schedule.machine();
+    let persistent = machine.launch == LaunchPolicy::Persistent;
     let units = schedule.units();
     let p = machine.sms as usize;
     let k = costs.dq_writers as usize;
@@ -467,10 +485,12 @@ fn simulate_decoupled(
         next_static: 0,
         compute_free: 0.0,
         next_task: 0,
+        count: 0,
         held: vec![None; k],
         writer_free: vec![0.0; k],
         parked: vec![false; k],
-        last_release: 0.0,
+        open: Vec::new(),
+        list_done: false,
     };
     let mut sms = vec![idle_sm; p];
     let mut books = Books::new(schedule, record_timeline);
@@ -479,6 +499,38 @@ fn simulate_decoupled(
         state.next_static = sm;
         heap.push(Event { time: 0.0, sm: sm as u32 });
     }
+
+    // Starts unit `next` on the SM at `time`: the K/V load, then the compute side is free. A new CTA (in-order
+    // launch, or the first unit of a persistent one) starts with idle writers.
+    let start_unit = |s: &mut DecoupledSm, books: &mut Books, st: &mut SmStats, sm: u32, next: usize, time: f64| {
+        let unit = &units[next];
+        let first = unit.visits[0];
+        let loaded = time + costs.unit_start();
+        books.record(Segment {
+            sm,
+            unit: next as u32,
+            bh: unit.bh,
+            kv: first.kv as u32,
+            q: first.q as u32,
+            kind: SegmentKind::Start,
+            start: time,
+            end: loaded,
+        });
+        st.busy += loaded - time;
+        st.units += 1;
+        books.unit_started(next, sm, time);
+        if s.finished {
+            s.count = 0;
+            s.held = vec![None; k];
+            s.writer_free = vec![loaded; k];
+            s.parked = vec![false; k];
+        }
+        s.unit = next as u32;
+        s.finished = false;
+        s.compute_free = loaded;
+        s.next_task = 0;
+        s.open.push((next, unit.visits.len(), f64::NAN, loaded));
+    };
 
     while let Some(Event { time, sm }) = heap.pop() {
         let mut s = sms[sm as usize].clone();
@@ -493,43 +545,14 @@ fn simulate_decoupled(
                 sms[sm as usize] = s;
                 continue;
             }
-            let unit = &units[next];
-            let first = unit.visits[0];
-            let loaded = time + costs.unit_start();
-            books.record(Segment {
-                sm,
-                unit: next as u32,
-                bh: unit.bh,
-                kv: first.kv as u32,
-                q: first.q as u32,
-                kind: SegmentKind::Start,
-                start: time,
-                end: loaded,
-            });
-            st.busy += loaded - time;
-            st.units += 1;
-            books.unit_started(next, sm, time);
-            s = DecoupledSm {
-                unit: next as u32,
-                finished: false,
-                compute_free: loaded,
-                next_task: 0,
-                held: vec![None; k],
-                writer_free: vec![loaded; k],
-                parked: vec![false; k],
-                last_release: loaded,
-                ..s
-            };
+            start_unit(&mut s, &mut books, &mut st, sm, next, time);
         }
-        let ui = s.unit as usize;
-        let unit = &units[ui];
-        let n = unit.visits.len();
-        let seg = |kind, kv, q, start, end| Segment { sm, unit: ui as u32, bh: unit.bh, kv, q, kind, start, end };
         // Advance the writers and the compute side as far as they go; stop when neither can move.
         loop {
             let mut moved = false;
             for b in 0..k {
-                let Some((t, staged)) = s.held[b] else { continue };
+                let Some((ui, t, staged)) = s.held[b] else { continue };
+                let unit = &units[ui];
                 let v = unit.visits[t];
                 let tile = unit.bh as usize * m + v.q as usize;
                 if dq.count[tile] != v.rank as u32 {
@@ -543,10 +566,21 @@ fn simulate_decoupled(
                 let ready = staged.max(s.writer_free[b]);
                 let start = if v.rank == 0 { ready } else { ready.max(dq.released_at[tile] + handoff) };
                 let release = start + costs.reduce();
-                books.record(seg(SegmentKind::Reduce, v.kv as u32, v.q as u32, start, release));
+                books.record(Segment {
+                    sm,
+                    unit: ui as u32,
+                    bh: unit.bh,
+                    kv: v.kv as u32,
+                    q: v.q as u32,
+                    kind: SegmentKind::Reduce,
+                    start,
+                    end: release,
+                });
                 s.writer_free[b] = release;
-                s.last_release = s.last_release.max(release);
                 s.held[b] = None;
+                let open = s.open_unit(ui);
+                open.1 -= 1;
+                open.3 = open.3.max(release);
                 dq.count[tile] += 1;
                 dq.released_at[tile] = release;
                 let want = dq.count[tile];
@@ -557,10 +591,14 @@ fn simulate_decoupled(
                 }
                 moved = true;
             }
-            if s.next_task < n {
+            if s.unit != u32::MAX && s.next_task < units[s.unit as usize].visits.len() {
+                let ui = s.unit as usize;
+                let unit = &units[ui];
                 let t = s.next_task;
-                let b = t % k;
+                let b = s.count % k;
                 if s.held[b].is_none() {
+                    let seg =
+                        |kind, kv, q, start, end| Segment { sm, unit: ui as u32, bh: unit.bh, kv, q, kind, start, end };
                     let v = unit.visits[t];
                     let mut start = s.compute_free;
                     if costs.kernel_epilogues && t > 0 && unit.visits[t - 1].kv != v.kv {
@@ -576,28 +614,90 @@ fn simulate_decoupled(
                     let end = start + costs.compute(v.fraction());
                     books.record(seg(SegmentKind::Compute, v.kv as u32, v.q as u32, start, end));
                     st.busy += end - start;
-                    // Staging waits for the buffer's writer to have released task t - k.
+                    // Staging waits for the buffer's writer to have released task c - k.
                     let staged = end.max(s.writer_free[b]);
                     if staged > end {
                         books.record(seg(SegmentKind::Wait, v.kv as u32, v.q as u32, end, staged));
                         st.wait += staged - end;
                     }
                     s.compute_free = staged;
-                    s.held[b] = Some((t, staged));
+                    s.held[b] = Some((ui, t, staged));
                     s.next_task += 1;
+                    s.count += 1;
                     moved = true;
                 }
+            }
+            // Persistent launch: once the compute side has run the unit's tasks, it writes dK/dV and goes on to the
+            // CTA's next unit; its writers keep adding.
+            if persistent && s.unit != u32::MAX && s.next_task == units[s.unit as usize].visits.len() {
+                let ui = s.unit as usize;
+                let unit = &units[ui];
+                let last = unit.visits[unit.visits.len() - 1];
+                let written = s.compute_free + costs.unit_finish();
+                books.record(Segment {
+                    sm,
+                    unit: ui as u32,
+                    bh: unit.bh,
+                    kv: last.kv as u32,
+                    q: last.q as u32,
+                    kind: SegmentKind::Finish,
+                    start: s.compute_free,
+                    end: written,
+                });
+                st.busy += written - s.compute_free;
+                s.open_unit(ui).2 = written;
+                s.unit = u32::MAX;
+                s.compute_free = written;
+                let next = books.dispatch.next(&mut s.next_static);
+                if next < units.len() {
+                    start_unit(&mut s, &mut books, &mut st, sm, next, written);
+                } else {
+                    s.list_done = true;
+                }
+                moved = true;
             }
             if !moved {
                 break;
             }
         }
-        if s.next_task == n && s.held.iter().all(Option::is_none) {
-            let last = unit.visits[n - 1];
+        if persistent {
+            // Units whose compute side and adds are all done have ended; the SM, once its list is done too.
+            let mut ended = Vec::new();
+            s.open.retain(|&(ui, out, written, last)| {
+                let done = out == 0 && !written.is_nan();
+                if done {
+                    ended.push((ui, written.max(last)));
+                }
+                !done
+            });
+            for (ui, end) in ended {
+                books.unit_ended(ui, end);
+                s.free_at = s.free_at.max(end);
+            }
+            if s.list_done && s.open.is_empty() {
+                s.finished = true;
+            }
+        } else if s.unit != u32::MAX
+            && s.next_task == units[s.unit as usize].visits.len()
+            && s.held.iter().all(Option::is_none)
+        {
+            let ui = s.unit as usize;
+            let unit = &units[ui];
+            let last = unit.visits[unit.visits.len() - 1];
             let written = s.compute_free + costs.unit_finish();
-            books.record(seg(SegmentKind::Finish, last.kv as u32, last.q as u32, s.compute_free, written));
+            books.record(Segment {
+                sm,
+                unit: ui as u32,
+                bh: unit.bh,
+                kv: last.kv as u32,
+                q: last.q as u32,
+                kind: SegmentKind::Finish,
+                start: s.compute_free,
+                end: written,
+            });
             st.busy += written - s.compute_free;
-            let end = written.max(s.last_release);
+            let end = written.max(s.open_unit(ui).3);
+            s.open.clear();
             s.finished = true;
             s.free_at = end;
             books.unit_ended(ui, end);
@@ -626,8 +726,8 @@ fn decoupled_deadlock(
     let m = schedule.problem().m_tiles() as usize;
     let (ui, t) = sms
         .iter()
-        .filter(|s| !s.finished && s.unit != u32::MAX)
-        .filter_map(|s| (0..k).find_map(|b| s.held[b].map(|(t, _)| (s.unit as usize, t))))
+        .filter(|s| !s.finished)
+        .filter_map(|s| (0..k).find_map(|b| s.held[b].map(|(u, t, _)| (u, t))))
         .min()
         .expect("a stuck simulation has a held task");
     let unit = &units[ui];

@@ -218,6 +218,34 @@ fn decoupled_writers_overlap_the_adds_with_the_next_tasks() {
 }
 
 #[test]
+fn persistent_ctas_start_their_next_unit_while_their_writers_finish_the_adds() {
+    // Two units (KV tiles 0 and 1) of two tasks each (Q tiles 0 and 1), one SM, two writers: compute 1, add 3.
+    let p = problem(1, 1, 1, 128, 128, 64, 64);
+    let costs = CostModel { dq_writers: 2, ..CostModel::ideal(1.0, 3.0) };
+    let in_order = Machine { sms: 1, launch: LaunchPolicy::InOrder };
+    let s = build(ScheduleKind::Naive, p, Mask::Full, in_order, &costs).unwrap();
+    // In-order: unit 0 adds over [1, 4] and [2, 5] and ends at 5, when its CTA exits; unit 1 computes over [5, 6]
+    // and [6, 7] and adds over [6, 9] and [7, 10].
+    let sim = simulate(&s, &costs, false).unwrap();
+    assert_eq!((sim.unit_end[0], sim.unit_start[1], sim.makespan), (5.0, 5.0, 10.0));
+    // Persistent: the CTA's compute side goes on to unit 1 at 2, while the writers still add unit 0's tasks. Its
+    // first task (the CTA's third, buffer 0) is staged at 4, when writer 0 is free, and added over [4, 7]; the
+    // second is computed over [4, 5] and added over [5, 8].
+    let persistent = Machine { sms: 1, launch: LaunchPolicy::Persistent };
+    let s = build(ScheduleKind::Naive, p, Mask::Full, persistent, &costs).unwrap();
+    let sim = simulate(&s, &costs, true).unwrap();
+    assert_eq!((sim.unit_end[0], sim.unit_start[1], sim.makespan), (5.0, 2.0, 8.0));
+    assert_eq!(sim.total_wait(), 1.0);
+    let reduces: Vec<(u32, f64, f64)> = sim
+        .timeline
+        .iter()
+        .filter(|g| g.kind == schedulers::SegmentKind::Reduce)
+        .map(|g| (g.unit, g.start, g.end))
+        .collect();
+    assert_eq!(reduces, vec![(0, 1.0, 4.0), (0, 2.0, 5.0), (1, 4.0, 7.0), (1, 5.0, 8.0)]);
+}
+
+#[test]
 fn a_schedule_must_run_on_both_main_loops() {
     // Two units on one KV head and two SMs. Unit 0 visits Q tiles 0 then 1; unit 1 visits 1 then 0. Ranks:
     // tile 0 is added by unit 1 first, tile 1 by unit 0 first. In sequence each unit's first task waits for the
