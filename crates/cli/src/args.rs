@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 #[derive(Debug, Parser)]
-#[command(name = "dashc", version, about = "Deterministic attention backward: schedules analyzed and compiled")]
+#[command(name = "dashc", version = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("DASHC_BUILD_COMMIT"), ")"), about = "Deterministic attention backward: schedules analyzed and compiled")]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,

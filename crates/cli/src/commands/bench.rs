@@ -2,7 +2,6 @@
 //! the raw results written as JSON under bench/results/ and a table beside the anchor figures.
 
 use std::io::IsTerminal;
-use std::process::Command;
 
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -38,11 +37,6 @@ struct BenchJson<'a> {
     device: &'a Device,
     arch: String,
     configs: Vec<ConfigResult>,
-}
-
-fn shell_output(cmd: &str, args: &[&str]) -> Option<String> {
-    let out = Command::new(cmd).args(args).output().ok()?;
-    out.status.success().then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
 
 pub fn run(args: BenchArgs) -> Result<()> {
@@ -106,11 +100,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
     }
     bar.finish_and_clear();
 
-    let date = shell_output("date", &["-u", "+%Y-%m-%dT%H:%M:%SZ"]).unwrap_or_else(|| "unknown".into());
-    let commit = std::env::var("DASHC_COMMIT")
-        .ok()
-        .or_else(|| shell_output("git", &["rev-parse", "--short", "HEAD"]))
-        .unwrap_or_else(|| "unknown".into());
+    let (_, date, commit) = crate::commands::calibrate::provenance();
     let doc = BenchJson {
         schema_version: SCHEMA_VERSION,
         command: std::env::args().collect::<Vec<_>>().join(" "),

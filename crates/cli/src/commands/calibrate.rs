@@ -28,12 +28,18 @@ pub fn provenance() -> (String, String, String) {
             .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
     };
     let date = sh("date", &["-u", "+%Y-%m-%dT%H:%M:%SZ"]).unwrap_or_else(|| "unknown".into());
+    // DASHC_COMMIT when given, else the commit the binary was built from (build.rs): the binary usually runs on
+    // another machine than it was built on, whose copy of the repository may name an older commit.
     let commit = std::env::var("DASHC_COMMIT")
         .ok()
+        .or_else(|| Some(BUILD_COMMIT.to_string()).filter(|c| c != "unknown"))
         .or_else(|| sh("git", &["rev-parse", "--short", "HEAD"]))
         .unwrap_or_else(|| "unknown".into());
     (format!("dashc {}", env!("CARGO_PKG_VERSION")), date, commit)
 }
+
+/// The commit this binary was built from ("unknown" when built outside a git checkout).
+pub const BUILD_COMMIT: &str = env!("DASHC_BUILD_COMMIT");
 
 pub fn run(args: CalibrateArgs) -> Result<()> {
     let base = ShapeOnly::try_parse_from(["dashc"]).context("default shape flags")?.shape;

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use crate::common::{dashc, fails_with, stderr};
+use crate::common::{dashc, fails_with, stderr, stdout};
 
 fn scratch(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("dashc-{name}-{}", std::process::id()));
@@ -345,4 +345,20 @@ fn run_refuses_costs_calibrated_on_the_other_main_loop() {
     for dir in [bin, cutlass] {
         std::fs::remove_dir_all(&dir).unwrap();
     }
+}
+
+#[test]
+fn the_binary_knows_the_commit_it_was_built_from() {
+    // GPU results name their commit; the binary runs on a GPU machine whose copy of the repository may name another,
+    // so the build's own commit is embedded (and shown by --version).
+    let head = Command::new("git")
+        .args(["rev-parse", "--short", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("git runs");
+    assert!(head.status.success(), "the tests run in a git checkout");
+    let head = String::from_utf8_lossy(&head.stdout).trim().to_string();
+    let out = dashc(&["--version"]);
+    assert!(out.status.success());
+    assert_eq!(stdout(&out).trim(), format!("dashc {} (commit {head})", env!("CARGO_PKG_VERSION")));
 }
