@@ -56,8 +56,14 @@ impl Schedule {
         // waits, so two resident units can each wait for a later task of the other without a deadlock; the
         // portable loop, whose threads compute, wait and add in sequence, would hang. Every such case is a cycle
         // of the DAG, which the critical path above refuses under any cost model; a deadlock that involves a unit
-        // not yet launched (every SM held by a waiting unit) is one under both models, since a unit holds its SM
-        // until its last add.
+        // not yet launched (every SM held by a waiting unit) is one under both models in the in-order launch, since
+        // a unit holds its SM until its last add. In the persistent launch a CTA's compute side goes on to its next
+        // unit while its writers still wait, so k writers get past up to k waits of which a later unit of the same
+        // CTA holds the rank: a schedule that works only that way would hang with fewer writers, so the sequential
+        // model must run it too.
+        if costs.decoupled() && machine.launch == crate::LaunchPolicy::Persistent {
+            simulate(&schedule, &CostModel { dq_writers: 0, ..*costs }, false)?;
+        }
         let simulation = simulate(&schedule, costs, false)?;
         schedule.validation = Arc::new(Validation { costs: *costs, critical_path: cp, simulation });
         Ok(schedule)

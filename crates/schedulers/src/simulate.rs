@@ -433,8 +433,9 @@ struct DecoupledSm {
     writer_free: Vec<f64>,
     /// Per writer: parked on its task's dQ tile.
     parked: Vec<bool>,
-    /// Last release of each unit of this SM whose adds are not all out yet (persistent launch: the compute side
-    /// may have moved on to the next unit): (unit, adds still out, compute side's end or NaN, last release).
+    /// The units of this SM that have not ended: (unit, adds still out, the compute side's end (NaN until it has
+    /// written dK/dV), last release so far). One entry in the in-order launch; in the persistent one the compute
+    /// side may have moved on to the next unit while the writers still hold a previous unit's adds.
     open: Vec<(usize, usize, f64, f64)>,
     /// Persistent launch: the CTA's static list is done; the SM finishes once its writers have drained.
     list_done: bool,
@@ -737,11 +738,14 @@ fn decoupled_deadlock(
         .iter()
         .position(|u| u.bh == unit.bh && u.visits.iter().any(|w| w.q == v.q && w.rank as u32 == next))
         .unwrap_or(usize::MAX);
+    // Persistent: an SM's static list has reached the holder once the SM's next unit is past it.
     let launched = match machine.launch {
         LaunchPolicy::InOrder => holder < next_in_order,
-        LaunchPolicy::Persistent => true,
+        LaunchPolicy::Persistent => holder != usize::MAX && sms[holder % sms.len()].next_static > holder,
     };
-    let resident = sms.iter().any(|s| s.unit as usize == holder && !s.finished);
+    // Resident: its compute side runs it, or its writers still hold its adds.
+    let resident =
+        sms.iter().any(|s| !s.finished && (s.unit as usize == holder || s.open.iter().any(|o| o.0 == holder)));
     ScheduleError::Deadlock {
         sms: machine.sms,
         launch: machine.launch.name(),

@@ -585,6 +585,22 @@ fn report(
         if measured.problem != predicted.problem {
             return Err(bad_input("the measured timeline is of another problem than the prediction"));
         }
+        if measured.machine.launch != predicted.machine.launch {
+            // Raw files from before `validate` traced with the measurements' launch hold in-order traces beside
+            // persistent measurements: no like-for-like pair, and no trace overhead either.
+            let _ = writeln!(
+                doc,
+                "### {} mask, head dim {}, seqlen {}, {}\n\nNot drawn: the trace ran with the {} launch, the \
+                 measurements with the {} one.\n",
+                g.mask,
+                g.head_dim,
+                g.seqlen,
+                g.schedule,
+                measured.machine.launch.name(),
+                launch_name(launch)
+            );
+            continue;
+        }
         // Measured on top, predicted below, on one time axis (the unit is checked by `Gantt::stacked`).
         let parts = [(&measured, "trace"), (&predicted, "calibrated costs")].map(|(file, name)| Part {
             file,

@@ -138,6 +138,44 @@ fn validate_predicts_with_the_launch_its_measurements_ran_with() {
     // A file from before the launch was recorded: its command line says which.
     let (_, old_row) = report(raw_with(None, "dashc validate --arch sm90 --launch persistent --reps 10"), &[]);
     assert_eq!(old_row, persistent_row);
+    // A traced Gantt run of another launch than the measurements' (files from before the launch was recorded) is
+    // not paired with the prediction; one of the same launch is.
+    let trace = dir.join("trace.json");
+    let out = dashc(&[
+        "simulate",
+        "--seqlen",
+        "512",
+        "--batch",
+        "32",
+        "--heads",
+        "16",
+        "--head-dim",
+        "128",
+        "--mask",
+        "full",
+        "--schedule",
+        "shift",
+        "--costs",
+        &costs,
+        "--launch",
+        "in-order",
+        "--timeline",
+        trace.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let with_gantt = |launch: &str| {
+        let mut raw: serde_json::Value = serde_json::from_str(&raw_with(Some(launch), "dashc validate")).unwrap();
+        raw["gantt"] = serde_json::json!([{"mask": "full", "head_dim": 128, "heads": 16, "seqlen": 512, "batch": 32,
+            "schedule": "shift", "file": "trace.json", "traced_main_ms": 0.5}]);
+        raw.to_string()
+    };
+    let (text, _) = report(with_gantt("persistent"), &[]);
+    assert!(
+        text.contains("Not drawn: the trace ran with the in-order launch, the measurements with the persistent one.")
+    );
+    assert!(!text.contains("![gantt]") && !text.contains("trace overhead: main kernel"), "{text}");
+    let (text, _) = report(with_gantt("in-order"), &[]);
+    assert!(text.contains("![gantt]") && !text.contains("Not drawn"), "{text}");
     // Asking for the persistent launch against measurements of the in-order one is refused.
     let raw_path = dir.join("raw.json");
     std::fs::write(&raw_path, raw_with(Some("in-order"), "dashc validate")).unwrap();

@@ -246,6 +246,31 @@ fn persistent_ctas_start_their_next_unit_while_their_writers_finish_the_adds() {
 }
 
 #[test]
+fn a_persistent_schedule_must_not_need_its_writers_to_run_ahead_of_a_waiting_unit() {
+    // One SM, one Q tile, two units: unit 0's add needs rank 1, which unit 1 (launched after it on the same CTA)
+    // adds first. With two decoupled writers the CTA's compute side gets past unit 0 and unit 1 adds, so it would
+    // complete; with one writer, or in the portable loop's sequence, unit 0 waits forever. Refused.
+    use dag_model::{Order, Unit, Visit};
+    let p = problem(1, 1, 1, 64, 128, 64, 64);
+    let tm = Arc::new(TileMask::new(&p, &Mask::Full).unwrap());
+    let order = Order {
+        units: vec![
+            Unit { bh: 0, visits: vec![Visit::new(0, 0, 1, 1.0)], dkv_ranks: vec![0] },
+            Unit { bh: 0, visits: vec![Visit::new(1, 0, 0, 1.0)], dkv_ranks: vec![0] },
+        ],
+    };
+    let machine = Machine { sms: 1, launch: LaunchPolicy::Persistent };
+    for writers in [0, 1, 2, 3] {
+        let costs = CostModel { dq_writers: writers, ..CostModel::default() };
+        let err = schedulers::Schedule::validate("ahead", p, Mask::Full, tm.clone(), machine, &costs, order.clone())
+            .expect_err("needs the writers to run ahead");
+        assert!(err.to_string().contains("deadlock"), "{writers} writers: {err}");
+        // The unit that holds the rank waits for the SM that the waiting unit occupies.
+        assert!(err.to_string().contains("unit 1") && err.to_string().contains("is not launched"), "{err}");
+    }
+}
+
+#[test]
 fn a_schedule_must_run_on_both_main_loops() {
     // Two units on one KV head and two SMs. Unit 0 visits Q tiles 0 then 1; unit 1 visits 1 then 0. Ranks:
     // tile 0 is added by unit 1 first, tile 1 by unit 0 first. In sequence each unit's first task waits for the
