@@ -533,6 +533,27 @@ fn simulate_decoupled(
         s.open.push((next, unit.visits.len(), f64::NAN, loaded));
     };
 
+    // The compute side's end of its unit: dK/dV written `unit_finish` after its last task. Returns the unit and
+    // the time.
+    let write_dkv = |s: &DecoupledSm, books: &mut Books, st: &mut SmStats, sm: u32| {
+        let ui = s.unit as usize;
+        let unit = &units[ui];
+        let last = unit.visits[unit.visits.len() - 1];
+        let written = s.compute_free + costs.unit_finish();
+        books.record(Segment {
+            sm,
+            unit: ui as u32,
+            bh: unit.bh,
+            kv: last.kv as u32,
+            q: last.q as u32,
+            kind: SegmentKind::Finish,
+            start: s.compute_free,
+            end: written,
+        });
+        st.busy += written - s.compute_free;
+        (ui, written)
+    };
+
     while let Some(Event { time, sm }) = heap.pop() {
         let mut s = sms[sm as usize].clone();
         let mut st = books.stats[sm as usize];
@@ -631,21 +652,7 @@ fn simulate_decoupled(
             // Persistent launch: once the compute side has run the unit's tasks, it writes dK/dV and goes on to the
             // CTA's next unit; its writers keep adding.
             if persistent && s.unit != u32::MAX && s.next_task == units[s.unit as usize].visits.len() {
-                let ui = s.unit as usize;
-                let unit = &units[ui];
-                let last = unit.visits[unit.visits.len() - 1];
-                let written = s.compute_free + costs.unit_finish();
-                books.record(Segment {
-                    sm,
-                    unit: ui as u32,
-                    bh: unit.bh,
-                    kv: last.kv as u32,
-                    q: last.q as u32,
-                    kind: SegmentKind::Finish,
-                    start: s.compute_free,
-                    end: written,
-                });
-                st.busy += written - s.compute_free;
+                let (ui, written) = write_dkv(&s, &mut books, &mut st, sm);
                 s.open_unit(ui).2 = written;
                 s.unit = u32::MAX;
                 s.compute_free = written;
@@ -682,21 +689,7 @@ fn simulate_decoupled(
             && s.next_task == units[s.unit as usize].visits.len()
             && s.held.iter().all(Option::is_none)
         {
-            let ui = s.unit as usize;
-            let unit = &units[ui];
-            let last = unit.visits[unit.visits.len() - 1];
-            let written = s.compute_free + costs.unit_finish();
-            books.record(Segment {
-                sm,
-                unit: ui as u32,
-                bh: unit.bh,
-                kv: last.kv as u32,
-                q: last.q as u32,
-                kind: SegmentKind::Finish,
-                start: s.compute_free,
-                end: written,
-            });
-            st.busy += written - s.compute_free;
+            let (ui, written) = write_dkv(&s, &mut books, &mut st, sm);
             let end = written.max(s.open_unit(ui).3);
             s.open.clear();
             s.finished = true;
