@@ -52,6 +52,24 @@ pub enum LaunchArg {
     Persistent,
 }
 
+impl From<LaunchArg> for schedulers::LaunchPolicy {
+    fn from(launch: LaunchArg) -> Self {
+        match launch {
+            LaunchArg::InOrder => schedulers::LaunchPolicy::InOrder,
+            LaunchArg::Persistent => schedulers::LaunchPolicy::Persistent,
+        }
+    }
+}
+
+impl From<schedulers::LaunchPolicy> for LaunchArg {
+    fn from(launch: schedulers::LaunchPolicy) -> Self {
+        match launch {
+            schedulers::LaunchPolicy::InOrder => LaunchArg::InOrder,
+            schedulers::LaunchPolicy::Persistent => LaunchArg::Persistent,
+        }
+    }
+}
+
 /// The problem, its mask and the machine.
 #[derive(Debug, Clone, Args)]
 pub struct ShapeArgs {

@@ -11,7 +11,7 @@ use rayon::prelude::*;
 use schedulers::{CostModel, Evaluation, LaunchPolicy, Machine, ScheduleKind, evaluate};
 use serde::Deserialize;
 
-use crate::args::{LaunchArg, MaskArg, ShapeArgs};
+use crate::args::{MaskArg, ShapeArgs};
 use crate::exit::bad_input;
 pub use crate::searching::{LoadedSchedule, SearchRequest};
 
@@ -126,10 +126,7 @@ impl Setup {
             calibrated = Some(Calibrated { gpu: file.gpu.clone(), path: path.clone() });
         }
         costs.check()?;
-        let launch = match a.launch {
-            LaunchArg::InOrder => LaunchPolicy::InOrder,
-            LaunchArg::Persistent => LaunchPolicy::Persistent,
-        };
+        let launch = LaunchPolicy::from(a.launch);
         let tile_mask = Arc::new(TileMask::new(&problem, &mask)?);
         let machine = Machine { sms, launch };
         let mut setup = Setup {

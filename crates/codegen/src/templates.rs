@@ -20,7 +20,7 @@ pub const TEMPLATE_NAMES: [&str; 9] = [
 ];
 
 /// The embedded copies of `kernels/templates/`.
-const EMBEDDED: [(&str, &str); 9] = [
+pub(crate) const EMBEDDED: [(&str, &str); 9] = [
     ("bwd_params.h", include_str!("../../../kernels/templates/bwd_params.h")),
     ("schedule.cuh", include_str!("../../../kernels/templates/schedule.cuh")),
     ("dq_semaphore.cuh", include_str!("../../../kernels/templates/dq_semaphore.cuh")),

@@ -228,7 +228,10 @@ fn persistent_schedules_carry_their_grid_and_need_the_sm90_main_loop() {
 fn the_cost_models_dq_writer_count_is_the_sm90_templates_staging_buffer_count() {
     // The sm90 loop runs one writer warp per FP32 staging buffer (`kDqStages`); the cost model's
     // `dq_writers` must say the same, or calibration and prediction describe another kernel.
-    let source = EMBEDDED_SM90;
+    let (_, source) = crate::templates::EMBEDDED
+        .iter()
+        .find(|(name, _)| *name == "bwd_mainloop_sm90.cuh")
+        .expect("the sm90 template is embedded");
     let line = source
         .lines()
         .find(|l| l.trim_start().starts_with("static constexpr int kDqStages ="))
@@ -243,5 +246,3 @@ fn the_cost_models_dq_writer_count_is_the_sm90_templates_staging_buffer_count() 
     assert!(source.contains("} else if (warp <= Cfg::kDqStages) {"), "writer warps are no longer one per buffer");
     assert_eq!(MainLoop::Sm80.dq_writers(), 0);
 }
-
-const EMBEDDED_SM90: &str = include_str!("../../../kernels/templates/bwd_mainloop_sm90.cuh");

@@ -59,10 +59,10 @@ impl Bounds {
         let gqa = schedule.problem().group() > 1;
         let mut total = 0.0;
         let mut longest: f64 = 0.0;
+        // With decoupled writers the adds run beside the compute and take none of the SM's compute time.
+        let reduce = if costs.decoupled() { 0.0 } else { costs.reduce() };
         for unit in schedule.units() {
             let mut work = costs.unit_start() + costs.unit_finish();
-            // With decoupled writers the adds run beside the compute and take none of the SM's compute time.
-            let reduce = if costs.decoupled() { 0.0 } else { costs.reduce() };
             for v in &unit.visits {
                 work += costs.compute(v.fraction()) + reduce;
             }

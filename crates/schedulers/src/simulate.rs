@@ -9,7 +9,7 @@
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
-use dag_model::Weights;
+use dag_model::{Visit, Weights};
 use serde::{Deserialize, Serialize};
 
 use crate::{CostModel, LaunchPolicy, Schedule, ScheduleError};
@@ -437,8 +437,6 @@ struct DecoupledSm {
     /// written dK/dV), last release so far). One entry in the in-order launch; in the persistent one the compute
     /// side may have moved on to the next unit while the writers still hold a previous unit's adds.
     open: Vec<(usize, usize, f64, f64)>,
-    /// Persistent launch: the CTA's static list is done; the SM finishes once its writers have drained.
-    list_done: bool,
 }
 
 impl DecoupledSm {
@@ -491,7 +489,6 @@ fn simulate_decoupled(
         writer_free: vec![0.0; k],
         parked: vec![false; k],
         open: Vec::new(),
-        list_done: false,
     };
     let mut sms = vec![idle_sm; p];
     let mut books = Books::new(schedule, record_timeline);
@@ -501,22 +498,24 @@ fn simulate_decoupled(
         heap.push(Event { time: 0.0, sm: sm as u32 });
     }
 
+    // A segment of unit `ui` on SM `sm`, at visit `v`.
+    let segment = |sm: u32, ui: usize, v: Visit, kind, start, end| Segment {
+        sm,
+        unit: ui as u32,
+        bh: units[ui].bh,
+        kv: v.kv as u32,
+        q: v.q as u32,
+        kind,
+        start,
+        end,
+    };
+
     // Starts unit `next` on the SM at `time`: the K/V load, then the compute side is free. A new CTA (in-order
     // launch, or the first unit of a persistent one) starts with idle writers.
     let start_unit = |s: &mut DecoupledSm, books: &mut Books, st: &mut SmStats, sm: u32, next: usize, time: f64| {
         let unit = &units[next];
-        let first = unit.visits[0];
         let loaded = time + costs.unit_start();
-        books.record(Segment {
-            sm,
-            unit: next as u32,
-            bh: unit.bh,
-            kv: first.kv as u32,
-            q: first.q as u32,
-            kind: SegmentKind::Start,
-            start: time,
-            end: loaded,
-        });
+        books.record(segment(sm, next, unit.visits[0], SegmentKind::Start, time, loaded));
         st.busy += loaded - time;
         st.units += 1;
         books.unit_started(next, sm, time);
@@ -537,19 +536,9 @@ fn simulate_decoupled(
     // the time.
     let write_dkv = |s: &DecoupledSm, books: &mut Books, st: &mut SmStats, sm: u32| {
         let ui = s.unit as usize;
-        let unit = &units[ui];
-        let last = unit.visits[unit.visits.len() - 1];
+        let last = units[ui].visits[units[ui].visits.len() - 1];
         let written = s.compute_free + costs.unit_finish();
-        books.record(Segment {
-            sm,
-            unit: ui as u32,
-            bh: unit.bh,
-            kv: last.kv as u32,
-            q: last.q as u32,
-            kind: SegmentKind::Finish,
-            start: s.compute_free,
-            end: written,
-        });
+        books.record(segment(sm, ui, last, SegmentKind::Finish, s.compute_free, written));
         st.busy += written - s.compute_free;
         (ui, written)
     };
@@ -588,16 +577,7 @@ fn simulate_decoupled(
                 let ready = staged.max(s.writer_free[b]);
                 let start = if v.rank == 0 { ready } else { ready.max(dq.released_at[tile] + handoff) };
                 let release = start + costs.reduce();
-                books.record(Segment {
-                    sm,
-                    unit: ui as u32,
-                    bh: unit.bh,
-                    kv: v.kv as u32,
-                    q: v.q as u32,
-                    kind: SegmentKind::Reduce,
-                    start,
-                    end: release,
-                });
+                books.record(segment(sm, ui, v, SegmentKind::Reduce, start, release));
                 s.writer_free[b] = release;
                 s.held[b] = None;
                 let open = s.open_unit(ui);
@@ -619,27 +599,25 @@ fn simulate_decoupled(
                 let t = s.next_task;
                 let b = s.count % k;
                 if s.held[b].is_none() {
-                    let seg =
-                        |kind, kv, q, start, end| Segment { sm, unit: ui as u32, bh: unit.bh, kv, q, kind, start, end };
                     let v = unit.visits[t];
                     let mut start = s.compute_free;
                     if costs.kernel_epilogues && t > 0 && unit.visits[t - 1].kv != v.kv {
                         // Write dK/dV of the old KV tile, load the new K/V.
                         let prev = unit.visits[t - 1];
                         let written = start + costs.unit_finish();
-                        books.record(seg(SegmentKind::Finish, prev.kv as u32, prev.q as u32, start, written));
+                        books.record(segment(sm, ui, prev, SegmentKind::Finish, start, written));
                         let loaded = written + costs.unit_start();
-                        books.record(seg(SegmentKind::Start, v.kv as u32, v.q as u32, written, loaded));
+                        books.record(segment(sm, ui, v, SegmentKind::Start, written, loaded));
                         st.busy += loaded - start;
                         start = loaded;
                     }
                     let end = start + costs.compute(v.fraction());
-                    books.record(seg(SegmentKind::Compute, v.kv as u32, v.q as u32, start, end));
+                    books.record(segment(sm, ui, v, SegmentKind::Compute, start, end));
                     st.busy += end - start;
                     // Staging waits for the buffer's writer to have released task c - k.
                     let staged = end.max(s.writer_free[b]);
                     if staged > end {
-                        books.record(seg(SegmentKind::Wait, v.kv as u32, v.q as u32, end, staged));
+                        books.record(segment(sm, ui, v, SegmentKind::Wait, end, staged));
                         st.wait += staged - end;
                     }
                     s.compute_free = staged;
@@ -659,8 +637,6 @@ fn simulate_decoupled(
                 let next = books.dispatch.next(&mut s.next_static);
                 if next < units.len() {
                     start_unit(&mut s, &mut books, &mut st, sm, next, written);
-                } else {
-                    s.list_done = true;
                 }
                 moved = true;
             }
@@ -669,7 +645,8 @@ fn simulate_decoupled(
             }
         }
         if persistent {
-            // Units whose compute side and adds are all done have ended; the SM, once its list is done too.
+            // Units whose compute side and adds are all done have ended; the SM, once its compute side has no
+            // unit left either (its static list is done).
             let mut ended = Vec::new();
             s.open.retain(|&(ui, out, written, last)| {
                 let done = out == 0 && !written.is_nan();
@@ -682,7 +659,7 @@ fn simulate_decoupled(
                 books.unit_ended(ui, end);
                 s.free_at = s.free_at.max(end);
             }
-            if s.list_done && s.open.is_empty() {
+            if s.unit == u32::MAX && s.open.is_empty() {
                 s.finished = true;
             }
         } else if s.unit != u32::MAX

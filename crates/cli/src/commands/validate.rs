@@ -11,9 +11,9 @@ use anyhow::{Context, Result};
 use clap::Parser;
 use serde::{Deserialize, Serialize};
 
-use schedulers::CostModel;
+use schedulers::{CostModel, LaunchPolicy};
 
-use crate::args::{CostArgs, LaunchArg, MaskArg, ShapeArgs, ShapeOnly, ValidateArgs};
+use crate::args::{CostArgs, MaskArg, ShapeArgs, ShapeOnly, ValidateArgs};
 use crate::commands::calibrate::{provenance, summary};
 use crate::costs_file::{CostsFile, write_atomic, write_atomic_bytes};
 use crate::exit::bad_input;
@@ -47,7 +47,7 @@ struct Raw {
     /// The launch policy the kernels ran with, which the predictions must use too. Files written before it was
     /// recorded leave it out: see `Raw::launch`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    launch: Option<String>,
+    launch: Option<LaunchPolicy>,
     rows: Vec<RawRow>,
     gantt: Vec<GanttRaw>,
 }
@@ -55,26 +55,14 @@ struct Raw {
 impl Raw {
     /// The recorded launch policy; for older files, the one their recorded command line asked for (in-order
     /// unless it says `--launch persistent`).
-    fn launch(&self) -> Result<LaunchArg> {
-        let name = match &self.launch {
-            Some(name) => name.as_str(),
+    fn launch(&self) -> LaunchPolicy {
+        match self.launch {
+            Some(launch) => launch,
             None if self.command.contains("--launch persistent") || self.command.contains("--launch=persistent") => {
-                "persistent"
+                LaunchPolicy::Persistent
             }
-            None => "in-order",
-        };
-        match name {
-            "in-order" => Ok(LaunchArg::InOrder),
-            "persistent" => Ok(LaunchArg::Persistent),
-            other => Err(bad_input(format!("validation raw file: unknown launch '{other}'"))),
+            None => LaunchPolicy::InOrder,
         }
-    }
-}
-
-fn launch_name(launch: LaunchArg) -> &'static str {
-    match launch {
-        LaunchArg::InOrder => "in-order",
-        LaunchArg::Persistent => "persistent",
     }
 }
 
@@ -120,7 +108,7 @@ struct Shape {
 #[derive(Debug, Clone, Copy)]
 struct MachineArgs {
     sms: u32,
-    launch: LaunchArg,
+    launch: LaunchPolicy,
 }
 
 fn shape_for(costs: &CostArgs, c: Shape, schedules: &str, machine: MachineArgs) -> Result<ShapeArgs> {
@@ -134,7 +122,7 @@ fn shape_for(costs: &CostArgs, c: Shape, schedules: &str, machine: MachineArgs) 
     shape.batch = batch;
     shape.schedule = schedules.to_string();
     shape.sms = machine.sms;
-    shape.launch = machine.launch;
+    shape.launch = machine.launch.into();
     Ok(shape)
 }
 
@@ -251,7 +239,7 @@ fn measure(args: &ValidateArgs, costs: &CostsFile, costs_path: &Path) -> Result<
                 &args.configs.costs,
                 Shape { mask, head_dim: hd, heads, seqlen, batch },
                 schedule,
-                MachineArgs { sms: args.configs.sms, launch: args.configs.launch },
+                MachineArgs { sms: args.configs.sms, launch: args.configs.launch.into() },
             )?;
             let setup = Setup::from_args(&shape)?;
             let sched = setup.schedules[0].build(
@@ -292,7 +280,7 @@ fn measure(args: &ValidateArgs, costs: &CostsFile, costs_path: &Path) -> Result<
         compute_cap: device.compute_cap.clone(),
         driver: device.driver.clone(),
         arch: target.describe(),
-        launch: Some(launch_name(args.configs.launch).to_string()),
+        launch: Some(args.configs.launch.into()),
         rows,
         gantt,
     };
@@ -344,8 +332,8 @@ fn report(
     doc_dir: &Path,
 ) -> Result<()> {
     // The predictions use the launch the measurements were taken with.
-    let launch = raw.launch()?;
-    if args.configs.launch == LaunchArg::Persistent && launch == LaunchArg::InOrder {
+    let launch = raw.launch();
+    if LaunchPolicy::from(args.configs.launch) == LaunchPolicy::Persistent && launch == LaunchPolicy::InOrder {
         return Err(bad_input("the measurements were taken with the in-order launch; leave out --launch persistent"));
     }
     let machine = MachineArgs { sms: args.configs.sms, launch };
@@ -424,7 +412,7 @@ fn report(
          simulated makespan of the same schedule on {} SMs with the {} launch (the measurements' own) under the \
          calibrated costs. Error = |predicted − measured| / measured.\n",
         machine.sms,
-        launch_name(launch)
+        launch.name()
     );
     // Calibration and held-out sets.
     let mut calib_sets = Vec::new();
@@ -449,13 +437,13 @@ fn report(
             .collect::<Vec<_>>()
             .join(", "),
         calib_sets.join("; "),
-        if launch == LaunchArg::InOrder {
+        if launch == LaunchPolicy::InOrder {
             String::new()
         } else {
             format!(
                 " The measurements below ran with the {} launch: the rows marked calibration share only their \
                  shape and schedule with the calibration traces.",
-                launch_name(launch)
+                launch.name()
             )
         }
     );
@@ -585,7 +573,7 @@ fn report(
         if measured.problem != predicted.problem {
             return Err(bad_input("the measured timeline is of another problem than the prediction"));
         }
-        if measured.machine.launch != predicted.machine.launch {
+        if measured.machine.launch != launch {
             // Raw files from before `validate` traced with the measurements' launch hold in-order traces beside
             // persistent measurements: no like-for-like pair, and no trace overhead either.
             let _ = writeln!(
@@ -597,7 +585,7 @@ fn report(
                 g.seqlen,
                 g.schedule,
                 measured.machine.launch.name(),
-                launch_name(launch)
+                launch.name()
             );
             continue;
         }
@@ -640,36 +628,37 @@ fn report(
 
     // Trace overhead over the calibration runs, which `dashc calibrate` traces with the in-order launch: a like-for-like
     // pair only when these measurements are of that launch too.
-    let mut over = Vec::new();
-    if launch != LaunchArg::InOrder {
+    if launch == LaunchPolicy::InOrder {
+        let mut over = Vec::new();
+        for e in &costs.entries {
+            for c in &e.calibrated_on {
+                let plain =
+                    rows.iter().find(|r| r.key == (c.mask.clone(), e.head_dim, c.seqlen) && r.schedule == c.schedule);
+                if let (Some(t), Some(p)) = (c.traced_main_ms, plain) {
+                    over.push(vec![
+                        format!("{} hd{} s{}", c.mask, e.head_dim, c.seqlen),
+                        c.schedule.clone(),
+                        format!("{:.1}", t * 1000.0),
+                        format!("{:.1}", p.measured_us),
+                        format!("{:+.2}%", 100.0 * (t * 1000.0 / p.measured_us - 1.0)),
+                    ]);
+                }
+            }
+        }
+        if !over.is_empty() {
+            let _ = writeln!(
+                doc,
+                "## Trace overhead\n\nMain-kernel median of the trace build (calibration runs) against the timing \
+                 build of the same schedule and shape:\n\n{}",
+                md_table(&["configuration", "schedule", "traced µs", "plain µs", "overhead"], &over)
+            );
+        }
+    } else {
         let _ = writeln!(
             doc,
             "## Trace overhead\n\nNot measured here: the calibration traces ran with the in-order launch, these \
              measurements with the {} one.\n",
-            launch_name(launch)
-        );
-    }
-    for e in costs.entries.iter().filter(|_| launch == LaunchArg::InOrder) {
-        for c in &e.calibrated_on {
-            let plain =
-                rows.iter().find(|r| r.key == (c.mask.clone(), e.head_dim, c.seqlen) && r.schedule == c.schedule);
-            if let (Some(t), Some(p)) = (c.traced_main_ms, plain) {
-                over.push(vec![
-                    format!("{} hd{} s{}", c.mask, e.head_dim, c.seqlen),
-                    c.schedule.clone(),
-                    format!("{:.1}", t * 1000.0),
-                    format!("{:.1}", p.measured_us),
-                    format!("{:+.2}%", 100.0 * (t * 1000.0 / p.measured_us - 1.0)),
-                ]);
-            }
-        }
-    }
-    if !over.is_empty() {
-        let _ = writeln!(
-            doc,
-            "## Trace overhead\n\nMain-kernel median of the trace build (calibration runs) against the timing build \
-             of the same schedule and shape:\n\n{}",
-            md_table(&["configuration", "schedule", "traced µs", "plain µs", "overhead"], &over)
+            launch.name()
         );
     }
 
