@@ -419,7 +419,7 @@ __device__ void run_producer(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& ss
       copy(kp.tma_q.with(ss.full[s]), tma_q.partition_S(gQ), tma_q.partition_D(sQ));
       copy(kp.tma_do.with(ss.full[s]), tma_do.partition_S(gDo), tma_do.partition_D(sDo));
       const size_t stats = (size_t)u.bh * p.seqlen_q_pad + (size_t)v.q * Cfg::BLOCK_M;
-      bulk_copy_g2s(ss.lse[s], p.lse + stats, Cfg::kRowStatBytes, &ss.full[s]);
+      bulk_copy_g2s(ss.lse[s], p.lse_log2 + stats, Cfg::kRowStatBytes, &ss.full[s]);
       bulk_copy_g2s(ss.dsum[s], p.dsum + stats, Cfg::kRowStatBytes, &ss.full[s]);
       ++count;
       // K_j/V_j after the visit's Q/dO: the previous KV tile's last visit is
@@ -511,7 +511,6 @@ __device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
   using BM = typename Cfg::BM;
   using BN = typename Cfg::BN;
   using HD = typename Cfg::HD;
-  constexpr float kLog2e = 1.4426950408889634f;
   const BwdParams& p = kp.p;
 
   Tensor sK = make_tensor(make_smem_ptr(ss.k), typename Cfg::SmemLayoutK{});
@@ -589,26 +588,23 @@ __device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
     // Element masking only where the tile reaches past seqlen_k or crosses the
     // causal diagonal; query columns past seqlen_q give P = 0 through their +inf LSE.
     // The accumulator fragment is ((2 columns, 2 row halves, BLOCK_M / 8 column
-    // blocks), 1, 1): element i sits in column pair i / 4. The LSE (times -log2 e)
-    // of this thread's column pairs is read before the wait, so that the shared
-    // memory latency hides behind the product instead of stalling the exp2s.
-    // At BLOCK_M = 128 (head dim 64) the 32 registers that takes would spill: the
+    // blocks), 1, 1): element i sits in column pair i / 4. LSE * log2 e comes from
+    // the preprocess (BwdParams::lse_log2), so each element is one FFMA and one
+    // exp2. At BLOCK_M = 64 the row statistics of this thread's column pairs are
+    // read before the wait, so that the shared memory latency hides behind the
+    // product instead of stalling the exp2s; at BLOCK_M = 128 (head dim 64) the 32
+    // registers that takes cost more than they save (3-6% slower, run 41): the
     // values are read where they are used instead.
     static_assert(decltype(size(acc_s))::value == Cfg::BLOCK_M / 2, "one 64-row accumulator per warpgroup");
-    // Only the loads come before the wait: scaling them there would stall on them.
     constexpr int kPairs = Cfg::kPrefetchRowStats ? Cfg::BLOCK_M / 8 : 1;
-    float2 neg_lse2[kPairs];
+    float2 lse2[kPairs];
     if constexpr (Cfg::kPrefetchRowStats) {
       CUTE_UNROLL
-      for (int j = 0; j < kPairs; ++j) neg_lse2[j] = *reinterpret_cast<const float2*>(lse + get<1>(cSt(4 * j)));
+      for (int j = 0; j < kPairs; ++j) lse2[j] = *reinterpret_cast<const float2*>(lse + get<1>(cSt(4 * j)));
     }
     const Visit tile = decode_visit(VisitEntry{read_slot(ss.slot[s]).kv_q, 0});
     warpgroup_wait<1>();
     warpgroup_fence_operand(acc_s);
-    if constexpr (Cfg::kPrefetchRowStats) {
-      CUTE_UNROLL
-      for (int j = 0; j < kPairs; ++j) neg_lse2[j] = make_float2(-neg_lse2[j].x * kLog2e, -neg_lse2[j].y * kLog2e);
-    }
     // P^T in bf16, written a pair of neighbouring columns at a time (one
     // conversion into one 32-bit register, the unit of the wgmma A fragment):
     // converted one value at a time, the pairs were packed right before each dV
@@ -622,37 +618,36 @@ __device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
       if constexpr (Cfg::IS_CAUSAL) need_mask |= col_first + Cfg::BLOCK_N - 1 > row_first + causal_offset;
       // Elements i and i + 1 (i even) are neighbouring columns: one 8-byte read
       // of their LSE where it was not read ahead.
-      auto neg_lse_pair = [&](int i) {
+      auto lse_pair = [&](int i) {
         if constexpr (Cfg::kPrefetchRowStats) {
-          return neg_lse2[i / 4];
+          return lse2[i / 4];
         } else {
-          const float2 l = *reinterpret_cast<const float2*>(lse + get<1>(cSt(i)));
-          return make_float2(-l.x * kLog2e, -l.y * kLog2e);
+          return *reinterpret_cast<const float2*>(lse + get<1>(cSt(i)));
         }
       };
-      auto exp_elem = [&](int i, float neg_lse) {
-        return fast_exp2(fmaf(acc_s(i), p.softmax_scale_log2, neg_lse));
+      auto exp_elem = [&](int i, float lse_log2) {
+        return fast_exp2(fmaf(acc_s(i), p.softmax_scale_log2, -lse_log2));
       };
       // Two loops rather than one with a per-element test: the masked one holds
       // more registers, and most tiles need none.
       if (need_mask) {
         const int kv_limit = p.seqlen_k - col_first;            // KV rows at or past it are masked
         const int diag = row_first + causal_offset - col_first;  // causal: kv - q > diag is masked
-        auto p_masked = [&](int i, float neg_lse) {
+        auto p_masked = [&](int i, float lse_log2) {
           const int kv = get<0>(cSt(i));
           bool masked = kv >= kv_limit;
           if constexpr (Cfg::IS_CAUSAL) masked |= kv - get<1>(cSt(i)) > diag;
-          return masked ? 0.f : exp_elem(i, neg_lse);
+          return masked ? 0.f : exp_elem(i, lse_log2);
         };
         CUTE_UNROLL
         for (int i = 0; i < size(acc_s); i += 2) {
-          const float2 l = neg_lse_pair(i);
+          const float2 l = lse_pair(i);
           p_pairs[i / 2] = __floats2bfloat162_rn(p_masked(i, l.x), p_masked(i + 1, l.y));
         }
       } else {
         CUTE_UNROLL
         for (int i = 0; i < size(acc_s); i += 2) {
-          const float2 l = neg_lse_pair(i);
+          const float2 l = lse_pair(i);
           p_pairs[i / 2] = __floats2bfloat162_rn(exp_elem(i, l.x), exp_elem(i + 1, l.y));
         }
       }

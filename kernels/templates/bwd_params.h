@@ -93,6 +93,10 @@ struct BwdParams {
   // hold LSE = +inf and D = 0 so that padded rows contribute exactly nothing.
   const float* lse;
   float* dsum;              // D = rowsum(dO * O), written by the preprocess kernel
+  // LSE * log2(e), written by the preprocess kernel (same layout; +inf past
+  // seqlen_q): the sm90 main loop's P = exp2(S * softmax_scale_log2 - this) is
+  // one FFMA per element with no scaling of the row statistic in the loop.
+  float* lse_log2;
 
   // Outputs, layout [batch, seqlen, heads, head_dim].
   __nv_bfloat16* dq;

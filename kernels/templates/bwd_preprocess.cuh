@@ -1,6 +1,7 @@
 // ${ banner }
 //
-// Backward preprocessing: D = rowsum(dO o O) per query row, and the zeroing of
+// Backward preprocessing: D = rowsum(dO o O) and LSE * log2(e) per query row
+// (padded rows: D = 0, and +inf from their LSE), and the zeroing of
 // the FP32 dQ accumulator and of the dQ semaphores, which the main kernel's
 // reduction assumes. One CTA covers 32 rows of one (batch, head).
 // (Zeroing nothing and letting rank 0 store instead of add saved the zeroing but
@@ -49,7 +50,11 @@ __global__ void __launch_bounds__(kPreprocessThreads) bwd_preprocess_kernel(cons
     }
 #pragma unroll
     for (int s = kLanesPerRow / 2; s > 0; s >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, s);
-    if (chunk == 0) p.dsum[(size_t)bh * p.seqlen_q_pad + row] = sum;
+    if (chunk == 0) {
+      const size_t stat = (size_t)bh * p.seqlen_q_pad + row;
+      p.dsum[stat] = sum;
+      p.lse_log2[stat] = p.lse[stat] * 1.4426950408889634f;
+    }
   }
 
   // The accumulator rows of this CTA (padded rows included: the main kernel adds

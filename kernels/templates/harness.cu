@@ -365,6 +365,7 @@ int main(int argc, char** argv) {
                 *dk = device_alloc<__nv_bfloat16>(nk), *dv = device_alloc<__nv_bfloat16>(nk);
   float* lse = device_alloc<float>((size_t)BH * sq_pad);
   float* dsum = device_alloc<float>((size_t)BH * sq_pad);
+  float* lse_log2 = device_alloc<float>((size_t)BH * sq_pad);
   float* dq_accum = device_alloc<float>((size_t)BH * sq_pad * dq_accum_row_stride(D));
   int* sems = device_alloc<int>((size_t)BH * m_tiles);
   UnitEntry* d_units = device_alloc<UnitEntry>(sf.units.size());
@@ -421,6 +422,7 @@ int main(int argc, char** argv) {
   p.dout = dout;
   p.lse = lse;
   p.dsum = dsum;
+  p.lse_log2 = lse_log2;
   p.dq = dq;
   p.dk = dk;
   p.dv = dv;
