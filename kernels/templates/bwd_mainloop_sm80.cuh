@@ -630,6 +630,8 @@ struct Sm80MainLoop {
   static constexpr int kSmemBytes = Cfg::kSmemBytes;
   // One CTA per unit: the portable loop runs the in-order launch only.
   static constexpr bool kPersistent = false;
+  // Every partial is added: the accumulator must be zeroed first.
+  static constexpr bool kRankZeroStores = false;
   using Params = BwdParams;
 
   static const void* kernel() { return reinterpret_cast<const void*>(&bwd_main_kernel<Cfg>); }

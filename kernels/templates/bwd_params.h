@@ -111,6 +111,10 @@ struct BwdParams {
   // [batch * heads, m_tiles].
   float* dq_accum;
   int* dq_semaphore;
+  // 1: the preprocess zeroes dq_accum. 0 where the main loop stores the rank-0
+  // partial of every q tile instead of adding it (MainLoop::kRankZeroStores, in
+  // the deterministic build) and every q tile has a visit.
+  int zero_dq_accum;
 
   // The schedule: units in launch order and their visits.
   const UnitEntry* units;

@@ -1,11 +1,14 @@
 // ${ banner }
 //
 // Backward preprocessing: D = rowsum(dO o O) and LSE * log2(e) per query row
-// (padded rows: D = 0, and +inf from their LSE), and the zeroing of
-// the FP32 dQ accumulator and of the dQ semaphores, which the main kernel's
-// reduction assumes. One CTA covers 32 rows of one (batch, head).
-// (Zeroing nothing and letting rank 0 store instead of add saved the zeroing but
-// slowed the main kernel by more at head dim 128: bench/NOTES.md run 16.)
+// (padded rows: D = 0, and +inf from their LSE), the zeroing of the dQ
+// semaphores, and, where BwdParams::zero_dq_accum asks for it, of the FP32 dQ
+// accumulator, which the main kernel's reduction adds into. One CTA covers 32
+// rows of one (batch, head). The sm90 deterministic loop stores each q tile's
+// rank-0 partial instead (with a bulk copy where the others use a bulk
+// reduce-add), which saves writing the 140 MB accumulator of 16384 x 2048
+// values here (run 49). (In the portable loop the same change slowed the main
+// kernel by more than it saved at head dim 128: bench/NOTES.md run 16.)
 #pragma once
 
 #include <cuda_bf16.h>
@@ -59,8 +62,10 @@ __global__ void __launch_bounds__(kPreprocessThreads) bwd_preprocess_kernel(cons
 
   // The accumulator rows of this CTA (padded rows included: the main kernel adds
   // zeros into them and reads nothing back, but they must hold numbers).
+  // Skipped where the main loop stores the first partial of every tile.
   float4* acc = reinterpret_cast<float4*>(p.dq_accum + ((size_t)bh * p.seqlen_q_pad + row0) * dq_accum_row_stride(HEAD_DIM));
-  for (int i = threadIdx.x; i < kPreprocessRows * dq_accum_row_stride(HEAD_DIM) / 4; i += kPreprocessThreads) {
+  const int zero_floats = p.zero_dq_accum ? kPreprocessRows * dq_accum_row_stride(HEAD_DIM) : 0;
+  for (int i = threadIdx.x; i < zero_floats / 4; i += kPreprocessThreads) {
     acc[i] = make_float4(0.f, 0.f, 0.f, 0.f);
   }
 

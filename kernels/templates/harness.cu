@@ -84,6 +84,7 @@ struct ScheduleFile {
   std::vector<UnitEntry> units;
   std::vector<VisitEntry> visits;
   bool kv_uncovered = false;  // some (bh, kv tile) has no visit: its dK/dV must be zeroed
+  bool q_uncovered = false;   // some (bh, q tile) has no visit: its dQ accumulator must be zeroed
 };
 
 static ScheduleFile read_schedule(const char* path) {
@@ -170,6 +171,7 @@ static ScheduleFile read_schedule(const char* path) {
     slot = 1;
   }
   for (unsigned char seen : kv_seen) s.kv_uncovered |= !seen;
+  for (int count : rank_count) s.q_uncovered |= count == 0;
 
   // Visit entries with first/last-of-KV flags.
   for (const UnitEntry& u : s.units) {
@@ -422,6 +424,7 @@ int main(int argc, char** argv) {
   p.dout = dout;
   p.lse = lse;
   p.dsum = dsum;
+  p.zero_dq_accum = !(MainLoop::kRankZeroStores && config::kDeterministic) || sf.q_uncovered;
   p.lse_log2 = lse_log2;
   p.dq = dq;
   p.dk = dk;
