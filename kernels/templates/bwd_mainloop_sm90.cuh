@@ -2,7 +2,8 @@
 //
 // Attention backward main loop, Hopper path (sm_90a): TMA loads completing on
 // mbarriers, wgmma, warp specialization, and the dQ partials added into the FP32
-// accumulator by bulk reduce-adds from writer warps of their own.
+// accumulator by bulk reduce-adds (a plain bulk copy for a tile's rank-0 partial
+// in the deterministic build) from writer warps of their own.
 //
 // One CTA of three warpgroups (384 threads):
 //   warpgroup 0, warp 0  the producer: walks the schedule (schedule.cuh's data),
@@ -13,8 +14,9 @@
 //                        visits): per visit, waits for the consumers' FP32
 //                        dQ partial in shared memory, waits for its rank on the
 //                        dQ tile (dq_semaphore.cuh; deterministic build only),
-//                        adds the partial with a bulk reduce-add, and releases the
-//                        rank once the add has landed.
+//                        adds the partial with a bulk reduce-add (stores it with a
+//                        bulk copy if it is the tile's rank 0, deterministic
+//                        build), and releases the rank once the write has landed.
 //   warpgroups 1 and 2   the consumers: the five products of every visit,
 //                        S^T = K Q^T, dP^T = V dO^T (transposed, so that each
 //                        warpgroup owns 64 KV rows), dV += P^T dO and
@@ -189,7 +191,7 @@ struct SharedStorage {
   alignas(1024) Element dout[Cfg::kStages][cosize_v<typename Cfg::SmemLayoutQ>];
   alignas(1024) Element ds[2][cosize_v<typename Cfg::SmemLayoutP>];  // by visit parity
   alignas(128) float dq[Cfg::kDqStages][dq_block_floats<Cfg>()];  // fragment order (see dq_block_floats)
-  alignas(16) float lse[Cfg::kStages][Cfg::BLOCK_M];
+  alignas(16) float lse[Cfg::kStages][Cfg::BLOCK_M];  // LSE * log2 e (BwdParams::lse_log2)
   alignas(16) float dsum[Cfg::kStages][Cfg::BLOCK_M];
   VisitSlot slot[Cfg::kStages];
   VisitSlot dq_slot[Cfg::kDqStages];
@@ -458,8 +460,9 @@ __device__ void run_producer(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& ss
 
 // A dQ writer (one warp per staging buffer: writer b takes the visits whose
 // count is b modulo kDqStages). Per partial: wait until it is staged, wait for
-// the rank, reduce-add it into the accumulator, let the consumers restage as soon
-// as the source has been read, and release the rank once the add has landed.
+// the rank, reduce-add it into the accumulator (or store it: rank 0, deterministic
+// build), let the consumers restage as soon as the source has been read, and
+// release the rank once the write has landed.
 // With one writer, that completion wait (about a microsecond of L2 round trip)
 // held up the next visit's partial: the consumers waited for the writer for 13%
 // of their time (Nsight Compute, hd128 full 16384). With a writer per buffer,
@@ -491,7 +494,7 @@ __device__ void run_dq_writer(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
         if constexpr (Cfg::DETERMINISTIC) fence_async_global();
         float* dst = p.dq_accum + ((size_t)slot.bh * p.m_tiles + v.q) * dq_block_floats<Cfg>();
         // The deterministic build's first partial of the tile is stored: the
-        // preprocess does not zero the accumulator for it (BwdParams::zero_dq_accum).
+        // preprocess does not zero the accumulator for it (BwdParams::skip_dq_accum_zeroing).
         if (Cfg::DETERMINISTIC && v.rank == 0) {
           bulk_copy_s2g(dst, &ss.dq[b][0], dq_block_floats<Cfg>() * 4);
         } else {
@@ -505,7 +508,7 @@ __device__ void run_dq_writer(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
     named_arrive(kBarDqEmpty + b, 32 + Cfg::kConsumerThreads);
     if constexpr (Cfg::DETERMINISTIC) {
       if (lane == 0 && !give_up) {
-        bulk_wait_all_complete();  // the add has landed in global memory
+        bulk_wait_all_complete();  // the add (or store) has landed in global memory
         fence_async_global();
         release_rank(sem);
       }

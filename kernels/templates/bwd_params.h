@@ -104,17 +104,18 @@ struct BwdParams {
   __nv_bfloat16* dv;
 
   // dQ accumulator (FP32), [batch * heads, seqlen_q_pad, dq_accum_row_stride(head_dim)]
-  // floats, all zeroed by the preprocess kernel. The portable main loop uses it in
+  // floats, zeroed by the preprocess kernel unless skip_dq_accum_zeroing. The portable main loop uses it in
   // that layout; the sm90 one as one fragment-ordered block of BLOCK_M x head_dim
   // floats per (bh, q tile) (dq_block_floats in its header). Each main loop's
   // postprocess reads its own layout. One semaphore per (bh, q tile), layout
   // [batch * heads, m_tiles].
   float* dq_accum;
   int* dq_semaphore;
-  // 1: the preprocess zeroes dq_accum. 0 where the main loop stores the rank-0
-  // partial of every q tile instead of adding it (MainLoop::kRankZeroStores, in
-  // the deterministic build) and every q tile has a visit.
-  int zero_dq_accum;
+  // 0 (the default): the preprocess zeroes dq_accum. 1 only where the main loop
+  // stores the rank-0 partial of every q tile instead of adding it
+  // (MainLoop::kRankZeroStores, in the deterministic build) and every q tile has
+  // a visit.
+  int skip_dq_accum_zeroing;
 
   // The schedule: units in launch order and their visits.
   const UnitEntry* units;

@@ -2,7 +2,7 @@
 //
 // Backward preprocessing: D = rowsum(dO o O) and LSE * log2(e) per query row
 // (padded rows: D = 0, and +inf from their LSE), the zeroing of the dQ
-// semaphores, and, where BwdParams::zero_dq_accum asks for it, of the FP32 dQ
+// semaphores, and, unless BwdParams::skip_dq_accum_zeroing, of the FP32 dQ
 // accumulator, which the main kernel's reduction adds into. One CTA covers 32
 // rows of one (batch, head). The sm90 deterministic loop stores each q tile's
 // rank-0 partial instead (with a bulk copy where the others use a bulk
@@ -64,7 +64,7 @@ __global__ void __launch_bounds__(kPreprocessThreads) bwd_preprocess_kernel(cons
   // zeros into them and reads nothing back, but they must hold numbers).
   // Skipped where the main loop stores the first partial of every tile.
   float4* acc = reinterpret_cast<float4*>(p.dq_accum + ((size_t)bh * p.seqlen_q_pad + row0) * dq_accum_row_stride(HEAD_DIM));
-  const int zero_floats = p.zero_dq_accum ? kPreprocessRows * dq_accum_row_stride(HEAD_DIM) : 0;
+  const int zero_floats = p.skip_dq_accum_zeroing ? 0 : kPreprocessRows * dq_accum_row_stride(HEAD_DIM);
   for (int i = threadIdx.x; i < zero_floats / 4; i += kPreprocessThreads) {
     acc[i] = make_float4(0.f, 0.f, 0.f, 0.f);
   }

@@ -424,7 +424,7 @@ int main(int argc, char** argv) {
   p.dout = dout;
   p.lse = lse;
   p.dsum = dsum;
-  p.zero_dq_accum = !(MainLoop::kRankZeroStores && config::kDeterministic) || sf.q_uncovered;
+  p.skip_dq_accum_zeroing = MainLoop::kRankZeroStores && config::kDeterministic && !sf.q_uncovered;
   p.lse_log2 = lse_log2;
   p.dq = dq;
   p.dk = dk;
@@ -481,6 +481,11 @@ int main(int argc, char** argv) {
     CHECK_CUDA(cudaMemset(dq, 0xff, nq * 2));
     CHECK_CUDA(cudaMemset(dk, 0xff, nk * 2));
     CHECK_CUDA(cudaMemset(dv, 0xff, nk * 2));
+    // Where nothing zeroes the accumulator, every q tile's rank-0 partial must
+    // overwrite it: NaN there would show in dQ (finite and FP32 checks).
+    if (p.skip_dq_accum_zeroing) {
+      CHECK_CUDA(cudaMemset(dq_accum, 0xff, (size_t)BH * sq_pad * dq_accum_row_stride(D) * sizeof(float)));
+    }
     launch_pre();
     launch_main();
     launch_post();
