@@ -630,7 +630,7 @@ struct Sm80MainLoop {
   static constexpr int kSmemBytes = Cfg::kSmemBytes;
   // One CTA per unit: the portable loop runs the in-order launch only.
   static constexpr bool kPersistent = false;
-  // Every partial is added: the accumulator must be zeroed first.
+  // Every partial is added (deterministic or not): the accumulator must be zeroed first.
   static constexpr bool kRankZeroStores = false;
   using Params = BwdParams;
 

@@ -72,6 +72,10 @@ struct BwdConfig {
   // FP32 dQ staging buffers: with two, the consumers stage a visit's partial
   // while the writer still adds the previous one.
   static constexpr int kDqStages = 2;
+  // The deterministic build stores each q tile's rank-0 partial (a bulk copy)
+  // instead of adding it, so its accumulator needs no zeroing (BwdParams::
+  // skip_dq_accum_zeroing); the atomic build cannot know which add comes first.
+  static constexpr bool kRankZeroStores = DETERMINISTIC;
   // LSE and D of a thread's query columns held in registers across the S^T/dP^T
   // waits (see run_consumers): at BLOCK_M = 64 only, where the 16 + 16 fit.
   static constexpr bool kPrefetchRowStats = BLOCK_M == 64;
@@ -493,9 +497,7 @@ __device__ void run_dq_writer(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
         // through the async proxy.
         if constexpr (Cfg::DETERMINISTIC) fence_async_global();
         float* dst = p.dq_accum + ((size_t)slot.bh * p.m_tiles + v.q) * dq_block_floats<Cfg>();
-        // The deterministic build's first partial of the tile is stored: the
-        // preprocess does not zero the accumulator for it (BwdParams::skip_dq_accum_zeroing).
-        if (Cfg::DETERMINISTIC && v.rank == 0) {
+        if (Cfg::kRankZeroStores && v.rank == 0) {
           bulk_copy_s2g(dst, &ss.dq[b][0], dq_block_floats<Cfg>() * 4);
         } else {
           bulk_reduce_add_s2g(dst, &ss.dq[b][0], dq_block_floats<Cfg>() * 4);
@@ -581,7 +583,7 @@ __device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
     const int warpgroup_tid = __shfl_sync(0xffffffffu, tid, 0) & ~127;
     auto thr_sdp = mma_sdp.get_thread_slice(tid);
     auto ops_sdp = mma_sdp.get_thread_slice(warpgroup_tid);
-    auto thr_dkv = mma_dkv.get_thread_slice(warpgroup_tid);
+    auto ops_dkv = mma_dkv.get_thread_slice(warpgroup_tid);
     // (kv row, q column) of each S^T element, in the tile.
     Tensor cSt = thr_sdp.partition_C(make_identity_tensor(Shape<BN, BM>{}));
 
@@ -715,7 +717,7 @@ __device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
     Tensor tVrP = make_tensor(p_bf16.data(), typename Cfg::LayoutAregs{});
     Tensor tKrDs = make_tensor(ds_bf16.data(), typename Cfg::LayoutAregs{});
     {
-      Tensor tVrDot = thr_dkv.partition_fragment_B(sDot);
+      Tensor tVrDot = ops_dkv.partition_fragment_B(sDot);
       warpgroup_fence_operand(acc_dv);
       warpgroup_arrive();
       CUTE_UNROLL
@@ -730,9 +732,9 @@ __device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
     // ---- dQ = dS K (staged for the writer); dK += dS^T Q ----
     {
       typename Cfg::MmaDq mma_dq;
-      auto thr_dq = mma_dq.get_thread_slice(warpgroup_tid);
-      Tensor tQrDs = thr_dq.partition_fragment_A(sDs);
-      Tensor tQrKt = thr_dq.partition_fragment_B(sKt);
+      auto ops_dq = mma_dq.get_thread_slice(warpgroup_tid);
+      Tensor tQrDs = ops_dq.partition_fragment_A(sDs);
+      Tensor tQrKt = ops_dq.partition_fragment_B(sKt);
       Tensor acc_dq = partition_fragment_C(mma_dq, Shape<BM, HD>{});
       warpgroup_fence_operand(acc_dq);
       warpgroup_arrive();
@@ -744,7 +746,7 @@ __device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
       }
       warpgroup_commit_batch();
       {
-        Tensor tKrQt = thr_dkv.partition_fragment_B(sQt);
+        Tensor tKrQt = ops_dkv.partition_fragment_B(sQt);
         warpgroup_fence_operand(acc_dk);
         warpgroup_arrive();
         CUTE_UNROLL
@@ -960,9 +962,7 @@ struct MainLoop {
   // The roles loop over units with stride gridDim.x: a grid smaller than the
   // unit count is the persistent launch.
   static constexpr bool kPersistent = true;
-  // The deterministic build's rank-0 partial of a q tile is stored, not added
-  // (run_dq_writer): its accumulator needs no zeroing.
-  static constexpr bool kRankZeroStores = true;
+  static constexpr bool kRankZeroStores = Cfg::kRankZeroStores;
   using Params = KernelParams<Cfg>;
 
   static const void* kernel() { return reinterpret_cast<const void*>(&bwd_main_kernel<Cfg>); }

@@ -368,7 +368,8 @@ int main(int argc, char** argv) {
   float* lse = device_alloc<float>((size_t)BH * sq_pad);
   float* dsum = device_alloc<float>((size_t)BH * sq_pad);
   float* lse_log2 = device_alloc<float>((size_t)BH * sq_pad);
-  float* dq_accum = device_alloc<float>((size_t)BH * sq_pad * dq_accum_row_stride(D));
+  const size_t dq_accum_floats = (size_t)BH * sq_pad * dq_accum_row_stride(D);
+  float* dq_accum = device_alloc<float>(dq_accum_floats);
   int* sems = device_alloc<int>((size_t)BH * m_tiles);
   UnitEntry* d_units = device_alloc<UnitEntry>(sf.units.size());
   VisitEntry* d_visits = device_alloc<VisitEntry>(sf.visits.size());
@@ -424,7 +425,7 @@ int main(int argc, char** argv) {
   p.dout = dout;
   p.lse = lse;
   p.dsum = dsum;
-  p.skip_dq_accum_zeroing = MainLoop::kRankZeroStores && config::kDeterministic && !sf.q_uncovered;
+  p.skip_dq_accum_zeroing = MainLoop::kRankZeroStores && !sf.q_uncovered;
   p.lse_log2 = lse_log2;
   p.dq = dq;
   p.dk = dk;
@@ -484,7 +485,7 @@ int main(int argc, char** argv) {
     // Where nothing zeroes the accumulator, every q tile's rank-0 partial must
     // overwrite it: NaN there would show in dQ (finite and FP32 checks).
     if (p.skip_dq_accum_zeroing) {
-      CHECK_CUDA(cudaMemset(dq_accum, 0xff, (size_t)BH * sq_pad * dq_accum_row_stride(D) * sizeof(float)));
+      CHECK_CUDA(cudaMemset(dq_accum, 0xff, dq_accum_floats * sizeof(float)));
     }
     launch_pre();
     launch_main();
