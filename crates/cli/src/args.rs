@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use codegen::MainLoop;
 
 #[derive(Debug, Parser)]
 #[command(name = "dashc", version = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("DASHC_BUILD_COMMIT"), ")"), about = "Deterministic attention backward: schedules analyzed and compiled")]
@@ -70,6 +71,30 @@ impl From<schedulers::LaunchPolicy> for LaunchArg {
     }
 }
 
+/// `--launch` as given, else in-order: the analyzer's default, and that of any command not yet bound to a main loop.
+pub fn launch_or_in_order(launch: Option<LaunchArg>) -> schedulers::LaunchPolicy {
+    launch.map_or(schedulers::LaunchPolicy::InOrder, schedulers::LaunchPolicy::from)
+}
+
+/// `--launch` as given, else the launch of `main_loop` (`MainLoop::default_launch`).
+fn launch_for(launch: Option<LaunchArg>, main_loop: MainLoop) -> Option<LaunchArg> {
+    Some(launch.unwrap_or_else(|| main_loop.default_launch().into()))
+}
+
+impl ShapeArgs {
+    /// These flags with `--launch` defaulted for the main loop that will run them.
+    pub fn for_main_loop(&self, main_loop: MainLoop) -> ShapeArgs {
+        ShapeArgs { launch: launch_for(self.launch, main_loop), ..self.clone() }
+    }
+}
+
+impl ConfigsArgs {
+    /// These flags with `--launch` defaulted for the main loop that will run them.
+    pub fn for_main_loop(&self, main_loop: MainLoop) -> ConfigsArgs {
+        ConfigsArgs { launch: launch_for(self.launch, main_loop), ..self.clone() }
+    }
+}
+
 /// The problem, its mask and the machine.
 #[derive(Debug, Clone, Args)]
 pub struct ShapeArgs {
@@ -121,9 +146,10 @@ pub struct ShapeArgs {
     /// Number of SMs (132 on H100/H200/H800)
     #[arg(long, default_value_t = 132, value_name = "P")]
     pub sms: u32,
-    /// Launch policy: in-order (non-persistent grid) or persistent (static assignment)
-    #[arg(long, value_enum, default_value_t = LaunchArg::InOrder)]
-    pub launch: LaunchArg,
+    /// Launch policy: in-order (non-persistent grid) or persistent (static assignment) [default: in-order; with
+    /// the sm90 main loop (codegen, run): persistent]
+    #[arg(long, value_enum)]
+    pub launch: Option<LaunchArg>,
     /// Schedule: naive, descending, spt, shift, symmetric-shift, search, or all (the built-ins); comma-separated
     #[arg(long, default_value = "all", value_name = "NAME")]
     pub schedule: String,
@@ -312,9 +338,10 @@ pub struct ConfigsArgs {
     /// Number of SMs (132 on H100/H200/H800)
     #[arg(long, default_value_t = 132, value_name = "P")]
     pub sms: u32,
-    /// Launch policy: in-order (non-persistent grid) or persistent (static assignment)
-    #[arg(long, value_enum, default_value_t = LaunchArg::InOrder)]
-    pub launch: LaunchArg,
+    /// Launch policy: in-order (non-persistent grid) or persistent (static assignment) [default: in-order; `bench`
+    /// with the sm90 main loop: persistent; `validate --from-raw`: the measurements' own]
+    #[arg(long, value_enum)]
+    pub launch: Option<LaunchArg>,
     #[command(flatten)]
     pub costs: CostArgs,
 }
@@ -349,6 +376,15 @@ pub enum ArchArg {
     /// The Hopper main loop (TMA, wgmma, warp specialization), built for sm_90a; needs the CUTLASS headers
     #[value(alias = "sm90a")]
     Sm90,
+}
+
+impl ArchArg {
+    pub fn main_loop(self) -> MainLoop {
+        match self {
+            ArchArg::Sm80 => MainLoop::Sm80,
+            ArchArg::Sm90 => MainLoop::Sm90,
+        }
+    }
 }
 
 #[derive(Debug, Args)]

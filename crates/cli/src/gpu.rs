@@ -69,8 +69,7 @@ impl Target {
     /// elsewhere. The sm90 main loop on another GPU, or without the CUTLASS headers, is unavailable (exit 3).
     pub fn for_device(arch: Option<ArchArg>, device: &Device) -> Result<Target> {
         let main_loop = match arch {
-            Some(ArchArg::Sm80) => MainLoop::Sm80,
-            Some(ArchArg::Sm90) => MainLoop::Sm90,
+            Some(arch) => arch.main_loop(),
             None if device.is_hopper() => MainLoop::Sm90,
             None => MainLoop::Sm80,
         };

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use anyhow::{Context, Result};
 use dag_model::{Mask, Problem, ProblemSpec, TileMask, default_blocks};
 use rayon::prelude::*;
-use schedulers::{CostModel, Evaluation, LaunchPolicy, Machine, ScheduleKind, evaluate};
+use schedulers::{CostModel, Evaluation, Machine, ScheduleKind, evaluate};
 use serde::Deserialize;
 
 use crate::args::{MaskArg, ShapeArgs};
@@ -126,7 +126,7 @@ impl Setup {
             calibrated = Some(Calibrated { gpu: file.gpu.clone(), path: path.clone() });
         }
         costs.check()?;
-        let launch = LaunchPolicy::from(a.launch);
+        let launch = crate::args::launch_or_in_order(a.launch);
         let tile_mask = Arc::new(TileMask::new(&problem, &mask)?);
         let machine = Machine { sms, launch };
         let mut setup = Setup {

@@ -131,6 +131,11 @@ impl Plan {
         Ok(plan)
     }
 
+    /// The launch policy every configuration of the plan runs with.
+    pub fn base_launch(&self) -> schedulers::LaunchPolicy {
+        crate::args::launch_or_in_order(self.base.launch)
+    }
+
     /// The setup of one configuration: the shared flags with this configuration's shape.
     pub fn setup(&self, c: &Config) -> Result<Setup> {
         let mut shape = self.base.clone();

@@ -36,15 +36,19 @@ struct BenchJson<'a> {
     commit: String,
     device: &'a Device,
     arch: String,
+    /// The launch every configuration ran with ("in-order" or "persistent").
+    launch: &'static str,
     configs: Vec<ConfigResult>,
 }
 
 pub fn run(args: BenchArgs) -> Result<()> {
-    let plan = Plan::from_args(&args.configs)?;
-    let configs: Vec<(Config, Setup)> = plan.configs.iter().map(|c| Ok((*c, plan.setup(c)?))).collect::<Result<_>>()?;
+    // Bad flags answer before the GPU probe; the launch default depends on the main loop, known after it.
+    Plan::from_args(&args.configs)?;
     let nvcc = find_nvcc()?;
     let device = probe_device()?;
     let target = Target::for_device(args.gpu.arch, &device)?;
+    let plan = Plan::from_args(&args.configs.for_main_loop(target.main_loop))?;
+    let configs: Vec<(Config, Setup)> = plan.configs.iter().map(|c| Ok((*c, plan.setup(c)?))).collect::<Result<_>>()?;
     if let Some((_, setup)) = configs.first()
         && let Some(c) = &setup.calibrated
     {
@@ -108,6 +112,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
         commit,
         device: &device,
         arch: target.describe(),
+        launch: plan.base_launch().name(),
         configs: results,
     };
     let slug: String = device.name.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).collect();
@@ -115,6 +120,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
     let path = args.out.join(format!("bench-{stamp}-{slug}.json"));
     write_file(&path, &serde_json::to_string_pretty(&doc)?)?;
 
+    println!("{} main loop, {} launch", target.describe(), doc.launch);
     print!("{}", bench_table(&doc.configs));
     println!("\nraw results: {}", path.display());
     let failed: Vec<String> = doc

@@ -51,7 +51,7 @@ pub fn run(args: CalibrateArgs) -> Result<()> {
         tokens: args.tokens,
         hidden: args.hidden,
         sms: args.sms,
-        launch: LaunchArg::InOrder,
+        launch: Some(LaunchArg::InOrder),
         costs: base.costs,
     };
     let plan = Plan::from_args(&configs_args)?;

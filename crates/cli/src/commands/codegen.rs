@@ -10,7 +10,7 @@ use crate::gpu::{Target, kernel_config, write_generated};
 use crate::setup::{Outcome, Setup};
 
 pub fn run(args: CodegenArgs) -> Result<()> {
-    let setup = Setup::from_args(&args.shape)?;
+    let setup = Setup::from_args(&args.shape.for_main_loop(args.arch.main_loop()))?;
     // One schedule: a built-in, the searched one or one loaded with --schedule-file, all through the same
     // evaluation path as the analyzer, so the kernel runs exactly what `bounds` reports.
     let requested = setup.schedules.len() + setup.search.is_some() as usize + setup.schedule_file.is_some() as usize;

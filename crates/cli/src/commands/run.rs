@@ -45,6 +45,12 @@ pub fn run(args: RunArgs) -> Result<()> {
         )));
     }
     let target = Target::for_device(args.gpu.arch, &device)?;
+    // The setup above answered bad input before the GPU probe; the launch default depends on the main loop.
+    let setup = if args.shape.launch.is_none() {
+        Setup::from_args(&args.shape.for_main_loop(target.main_loop))?
+    } else {
+        setup
+    };
     if let Some(c) = &setup.calibrated {
         crate::gpu::check_costs_main_loop(&setup.costs, &c.path, &target)?;
     }

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use schedulers::{CostModel, LaunchPolicy};
 
-use crate::args::{CostArgs, MaskArg, ShapeArgs, ShapeOnly, ValidateArgs};
+use crate::args::{ConfigsArgs, CostArgs, MaskArg, ShapeArgs, ShapeOnly, ValidateArgs};
 use crate::commands::calibrate::{provenance, summary};
 use crate::costs_file::{CostsFile, write_atomic, write_atomic_bytes};
 use crate::exit::bad_input;
@@ -122,7 +122,7 @@ fn shape_for(costs: &CostArgs, c: Shape, schedules: &str, machine: MachineArgs) 
     shape.batch = batch;
     shape.schedule = schedules.to_string();
     shape.sms = machine.sms;
-    shape.launch = machine.launch.into();
+    shape.launch = Some(machine.launch.into());
     Ok(shape)
 }
 
@@ -183,6 +183,13 @@ fn load_raw(path: &Path) -> Result<Raw> {
 }
 
 /// The GPU part: every configuration x schedule in its timing build, then the two traced Gantt cases.
+/// The launch `validate` measures with: `--launch`, else in-order, the launch `dashc calibrate` traces (so that the
+/// calibration rows are like for like). The persistent launch, the sm90 default of `run` and `bench`, is validated
+/// on request (docs/validation-sm90-persistent.md).
+fn measured_launch(configs: &ConfigsArgs) -> LaunchPolicy {
+    crate::args::launch_or_in_order(configs.launch)
+}
+
 fn measure(args: &ValidateArgs, costs: &CostsFile, costs_path: &Path) -> Result<Raw> {
     let plan = Plan::from_args(&args.configs)?;
     let setups: Vec<_> = plan.configs.iter().map(|c| Ok((*c, plan.setup(c)?))).collect::<Result<_>>()?;
@@ -239,7 +246,7 @@ fn measure(args: &ValidateArgs, costs: &CostsFile, costs_path: &Path) -> Result<
                 &args.configs.costs,
                 Shape { mask, head_dim: hd, heads, seqlen, batch },
                 schedule,
-                MachineArgs { sms: args.configs.sms, launch: args.configs.launch.into() },
+                MachineArgs { sms: args.configs.sms, launch: measured_launch(&args.configs) },
             )?;
             let setup = Setup::from_args(&shape)?;
             let sched = setup.schedules[0].build(
@@ -280,7 +287,7 @@ fn measure(args: &ValidateArgs, costs: &CostsFile, costs_path: &Path) -> Result<
         compute_cap: device.compute_cap.clone(),
         driver: device.driver.clone(),
         arch: target.describe(),
-        launch: Some(args.configs.launch.into()),
+        launch: Some(measured_launch(&args.configs)),
         rows,
         gantt,
     };
@@ -333,8 +340,14 @@ fn report(
 ) -> Result<()> {
     // The predictions use the launch the measurements were taken with.
     let launch = raw.launch();
-    if LaunchPolicy::from(args.configs.launch) == LaunchPolicy::Persistent && launch == LaunchPolicy::InOrder {
-        return Err(bad_input("the measurements were taken with the in-order launch; leave out --launch persistent"));
+    if let Some(asked) = args.configs.launch
+        && LaunchPolicy::from(asked) != launch
+    {
+        return Err(bad_input(format!(
+            "the measurements were taken with the {} launch; leave out --launch or give --launch {}",
+            launch.name(),
+            launch.name()
+        )));
     }
     let machine = MachineArgs { sms: args.configs.sms, launch };
     // Group measurements by configuration, in (mask, head dim, seqlen) order.

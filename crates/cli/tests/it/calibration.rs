@@ -195,5 +195,22 @@ fn validate_predicts_with_the_launch_its_measurements_ran_with() {
         2,
         "the measurements were taken with the in-order launch",
     );
+    // And the in-order launch against measurements of the persistent one.
+    std::fs::write(&raw_path, raw_with(Some("persistent"), "dashc validate")).unwrap();
+    fails_with(
+        &[
+            "validate",
+            "--costs",
+            &costs,
+            "--from-raw",
+            raw_path.to_str().unwrap(),
+            "--doc",
+            doc.to_str().unwrap(),
+            "--launch",
+            "in-order",
+        ],
+        2,
+        "the measurements were taken with the persistent launch; leave out --launch or give --launch persistent",
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }

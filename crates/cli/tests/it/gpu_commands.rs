@@ -109,6 +109,64 @@ fn codegen_sm90_needs_the_cutlass_headers_and_names_them_in_the_build() {
     std::fs::remove_dir_all(&cutlass).unwrap();
 }
 
+#[test]
+#[cfg(unix)]
+fn bench_records_its_launch_and_defaults_to_persistent_on_the_sm90_loop() {
+    let hopper = fake_gpu_machine("fake-hopper-bench");
+    let cutlass = fake_cutlass("fake-hopper-bench-cutlass");
+    let bench = |extra: &[&str]| {
+        let out_dir = hopper.join("results");
+        let _ = std::fs::remove_dir_all(&out_dir);
+        let out = Command::new(env!("CARGO_BIN_EXE_dashc"))
+            .args(["bench", "--seqlens", "512", "--head-dims", "64", "--masks", "full", "--schedules", "naive"])
+            .args(["--tokens", "512", "--hidden", "64"])
+            .args(["--reps", "1", "--no-check", "--out", out_dir.to_str().unwrap()])
+            .args(["--work-dir", hopper.join("work").to_str().unwrap()])
+            .args(extra)
+            .current_dir(&hopper)
+            .env_clear()
+            .env("PATH", &hopper)
+            .env("FAKE_VALUES", "32768") // 512 tokens x one head of 64
+            .env("CUTLASS_INCLUDE", &cutlass)
+            .output()
+            .expect("dashc runs");
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let file = std::fs::read_dir(&out_dir).unwrap().next().expect("a bench JSON").unwrap().path();
+        let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
+        let launch = doc["launch"].as_str().expect("the launch is recorded").to_string();
+        assert!(String::from_utf8_lossy(&out.stdout).contains(&format!("{launch} launch")), "{}", stdout(&out));
+        launch
+    };
+    assert_eq!(bench(&[]), "persistent");
+    assert_eq!(bench(&["--launch", "in-order"]), "in-order");
+    assert_eq!(bench(&["--arch", "sm80"]), "in-order");
+    for dir in [hopper, cutlass] {
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
+
+#[test]
+fn codegen_defaults_to_the_launch_of_its_main_loop() {
+    let cutlass = fake_cutlass("codegen-launch-cutlass");
+    let launch_line = |extra: &[&str]| {
+        let dir = scratch(&format!("codegen-launch{}", extra.join("")));
+        let out = Command::new(env!("CARGO_BIN_EXE_dashc"))
+            .args(["codegen", "--mask", "causal", "--schedule", "descending", "-o", dir.to_str().unwrap()])
+            .args(extra)
+            .env("CUTLASS_INCLUDE", &cutlass)
+            .output()
+            .expect("dashc runs");
+        assert!(out.status.success(), "{}", stderr(&out));
+        let data = std::fs::read_to_string(dir.join("schedule.txt")).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        data.lines().find(|l| l.starts_with("launch ")).expect("schedule.txt names its launch").to_string()
+    };
+    assert_eq!(launch_line(&["--arch", "sm90"]), "launch persistent 132");
+    assert_eq!(launch_line(&["--arch", "sm90", "--launch", "in-order"]), "launch in-order");
+    assert_eq!(launch_line(&[]), "launch in-order");
+    std::fs::remove_dir_all(&cutlass).unwrap();
+}
+
 /// Runs dashc with a PATH holding only `bin` (and no CUDA_HOME).
 fn dashc_with_path(bin: &std::path::Path, args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_dashc")).args(args).env_clear().env("PATH", bin).output().expect("dashc runs")
@@ -288,6 +346,19 @@ fn run_picks_the_main_loop_by_gpu_and_refuses_sm90_off_hopper() {
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     assert_eq!(built, vec!["sm90_hd64_m128_n128_causal_det_sm_90a".to_string()]);
+    // The sm90 loop's default launch is the persistent one (MainLoop::default_launch); --launch overrides it,
+    // and the portable loop, which has no persistent launch, defaults to in-order.
+    let launch = |out: &std::process::Output| {
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("run --json prints JSON");
+        doc["problem"]["machine"]["launch"].as_str().expect("the launch is recorded").to_string()
+    };
+    assert_eq!(launch(&out), "persistent");
+    let out = run(&hopper, &["--launch", "in-order"], Some(&cutlass));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(launch(&out), "in-order");
+    let out = run(&hopper, &["--arch", "sm80"], None);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(launch(&out), "in-order");
     // Not Hopper: the portable loop by default, and --arch sm90 is unavailable there.
     let ampere = fake_gpu_machine_with_cap("fake-ampere", "8.0");
     let out = run(&ampere, &["--arch", "sm90"], Some(&cutlass));
@@ -295,6 +366,7 @@ fn run_picks_the_main_loop_by_gpu_and_refuses_sm90_off_hopper() {
     assert!(stderr(&out).contains("the sm90 main loop needs a Hopper GPU"), "{}", stderr(&out));
     let out = run(&ampere, &[], None);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(launch(&out), "in-order");
     for dir in [hopper, ampere, cutlass] {
         std::fs::remove_dir_all(&dir).unwrap();
     }
