@@ -199,6 +199,7 @@ struct SharedStorage {
   alignas(16) float dsum[Cfg::kStages][Cfg::BLOCK_M];
   VisitSlot slot[Cfg::kStages];
   VisitSlot dq_slot[Cfg::kDqStages];
+  VisitSlot deferred_slot[2];  // the slot of a visit whose dQ comes with the next visit (by visit parity)
   alignas(8) uint64_t full[Cfg::kStages];   // producer -> consumers: the stage's loads landed
   uint64_t empty[Cfg::kStages];             // consumers -> producer: the stage may be refilled
   uint64_t kv_full;                         // K_j/V_j landed
@@ -259,14 +260,19 @@ __device__ __forceinline__ unsigned long long pipeline_timeout_ns(const BwdParam
   return 4 * p.spin_timeout_ns + 1000000000ull;
 }
 
-// Named barriers 1-5 (0 is __syncthreads). bar.arrive does not wait; bar.sync
-// waits for `count` threads in all, arrivals included.
+// Named barriers 1-15, all the hardware has (0 is __syncthreads). bar.arrive
+// does not wait; bar.sync waits for `count` threads in all, arrivals included.
 // A named barrier cannot count a second phase before the first completes, so each
-// dQ staging buffer has its own pair.
+// dQ staging buffer and each dS buffer has its own, per warpgroup where the two
+// warpgroups pass at different times. A warpgroup cannot arrive twice on one
+// before the other has synced: its next arrival needs something the other does
+// after that sync (bench/NOTES.md run 62 gives the argument per barrier).
 enum NamedBarrier : uint32_t {
   kBarConsumers = 1,  // the 256 consumer threads
   kBarDqFull = 2,     // + buffer: consumers arrive (dQ partial staged), the writer syncs
-  kBarDqEmpty = 4,    // + buffer: the writer arrives (staging read out), consumers sync
+  kBarDqEmpty = 4,    // + 2 * buffer + warpgroup: the writer arrives (staging read out), the warpgroup syncs
+  kBarDsReady = 8,    // + 2 * dS buffer + warpgroup: its half of dS is stored (it arrives, the other syncs)
+  kBarDsFree = 12,    // + 2 * dS buffer + warpgroup: its dQ product has read the buffer (likewise)
 };
 
 __device__ __forceinline__ void named_sync(uint32_t id, uint32_t count) {
@@ -479,7 +485,11 @@ __device__ void run_dq_writer(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
 
   bool give_up = false;  // a rank wait failed: the host reports it; the adds stop
 
-  named_arrive(kBarDqEmpty + b, 32 + Cfg::kConsumerThreads);  // the buffer starts empty
+  auto buffer_empty = [&] {  // to each consumer warpgroup
+    named_arrive(kBarDqEmpty + 2 * b, 32 + 128);
+    named_arrive(kBarDqEmpty + 2 * b + 1, 32 + 128);
+  };
+  buffer_empty();  // the buffer starts empty
   for (;;) {
     named_sync(kBarDqFull + b, 32 + Cfg::kConsumerThreads);
     const VisitSlot slot = read_slot(ss.dq_slot[b]);
@@ -507,7 +517,7 @@ __device__ void run_dq_writer(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
       tma_store_wait<0>();  // the staged partial has been read out
     }
     __syncwarp();
-    named_arrive(kBarDqEmpty + b, 32 + Cfg::kConsumerThreads);
+    buffer_empty();
     if constexpr (Cfg::DETERMINISTIC) {
       if (lane == 0 && !give_up) {
         bulk_wait_all_complete();  // the add (or store) has landed in global memory
@@ -549,6 +559,8 @@ __device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
   clear(acc_dv);
 
   const int causal_offset = p.seqlen_k - p.seqlen_q;  // bottom-right aligned diagonal
+  // This thread's consumer warpgroup (0 or 1), warp-uniform.
+  const int wg = __shfl_sync(0xffffffffu, int(fresh_thread_index()) - 128, 0) >> 7;
   uint32_t count = 0, kv_count = 0;
   for (;; ++count) {
     const int s = count % Cfg::kStages;
@@ -570,7 +582,6 @@ __device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
     Tensor sQt = make_tensor(make_smem_ptr(&ss.q[s][0]), typename Cfg::SmemLayoutQt{});
     Tensor sDot = make_tensor(make_smem_ptr(&ss.dout[s][0]), typename Cfg::SmemLayoutQt{});
     Element* ds_buffer = &ss.ds[count % 2][0];
-    Tensor sDs = make_tensor(make_smem_ptr(ds_buffer), typename Cfg::SmemLayoutP{});
     Tensor sDst = make_tensor(make_smem_ptr(ds_buffer), typename Cfg::SmemLayoutPt{});
     const float* lse = ss.lse[s];
     const float* dsum = ss.dsum[s];
@@ -705,6 +716,8 @@ __device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
       const float2 pf = __bfloat1622float2(p_pairs[i / 2]);
       ds_pairs[i / 2] = __floats2bfloat162_rn(pf.x * (acc_dp(i) - d.x), pf.y * (acc_dp(i + 1) - d.y));
     }
+    // The other warpgroup's dQ product of visit count - 2 has read this buffer.
+    if (count >= 2) named_sync(kBarDsFree + 2 * (count % 2) + (1 - wg), Cfg::kConsumerThreads);
     {
       auto store_ds = make_tiled_copy_C(typename Cfg::StoreAtomDst{}, mma_sdp);
       auto thr_store = store_ds.get_thread_slice(tid);
@@ -724,18 +737,14 @@ __device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
       for (int k = 0; k < size<2>(tVrP); ++k) cute::gemm(mma_dkv, tVrP(_, _, k), tVrDot(_, _, k), acc_dv);
       warpgroup_commit_batch();
     }
-    // dS is complete (both warpgroups' halves) before dQ reads it through the
-    // async proxy.
-    fence_async_shared();
-    named_sync(kBarConsumers, Cfg::kConsumerThreads);
-
-    // ---- dQ = dS K (staged for the writer); dK += dS^T Q ----
-    {
-      typename Cfg::MmaDq mma_dq;
+    // The dQ partial of visit n: its product from dS buffer n % 2 and K, once the
+    // other warpgroup's half of that dS is stored, and its staging for the writer.
+    auto issue_dq = [&](auto& mma_dq, auto& acc_dq, uint32_t n) {
+      named_sync(kBarDsReady + 2 * (n % 2) + (1 - wg), Cfg::kConsumerThreads);
+      Tensor sDsN = make_tensor(make_smem_ptr(&ss.ds[n % 2][0]), typename Cfg::SmemLayoutP{});
       auto ops_dq = mma_dq.get_thread_slice(warpgroup_tid);
-      Tensor tQrDs = ops_dq.partition_fragment_A(sDs);
+      Tensor tQrDs = ops_dq.partition_fragment_A(sDsN);
       Tensor tQrKt = ops_dq.partition_fragment_B(sKt);
-      Tensor acc_dq = partition_fragment_C(mma_dq, Shape<BM, HD>{});
       warpgroup_fence_operand(acc_dq);
       warpgroup_arrive();
       mma_dq.accumulate_ = GMMA::ScaleOut::Zero;
@@ -745,21 +754,11 @@ __device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
         mma_dq.accumulate_ = GMMA::ScaleOut::One;
       }
       warpgroup_commit_batch();
-      {
-        Tensor tKrQt = ops_dkv.partition_fragment_B(sQt);
-        warpgroup_fence_operand(acc_dk);
-        warpgroup_arrive();
-        CUTE_UNROLL
-        for (int k = 0; k < size<2>(tKrDs); ++k) cute::gemm(mma_dkv, tKrDs(_, _, k), tKrQt(_, _, k), acc_dk);
-        warpgroup_commit_batch();
-      }
-      // dV and dQ are done (groups retire in order), dK may still run: stage dQ
-      // as soon as the writer has read out the previous partial.
-      warpgroup_wait<1>();
-      warpgroup_fence_operand(acc_dv);
-      warpgroup_fence_operand(acc_dq);
-      const int b = count % Cfg::kDqStages;
-      named_sync(kBarDqEmpty + b, 32 + Cfg::kConsumerThreads);
+    };
+    auto stage_dq = [&](auto& acc_dq, uint32_t n) {
+      const int b = n % Cfg::kDqStages;
+      named_arrive(kBarDsFree + 2 * (n % 2) + wg, Cfg::kConsumerThreads);  // this warpgroup is done with dS n
+      named_sync(kBarDqEmpty + 2 * b + wg, 32 + 128);
       // In fragment order (see dq_block_floats): one 16-byte store per 4 values.
       static_assert(decltype(size(acc_dq))::value * Cfg::kConsumerThreads == dq_block_floats<Cfg>(), "dQ fragment");
       float4* dq_stage = reinterpret_cast<float4*>(&ss.dq[b][0]) + tid;
@@ -768,14 +767,63 @@ __device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
         dq_stage[c * Cfg::kConsumerThreads] =
             make_float4(acc_dq(4 * c), acc_dq(4 * c + 1), acc_dq(4 * c + 2), acc_dq(4 * c + 3));
       }
-      if (tid == 0) ss.dq_slot[b] = read_slot(ss.slot[s]);
-      // The proxy fence waits for this thread's stores to land: placed after the
-      // wait for dK, the stores have landed meanwhile (before it, the fence
-      // stalled the consumers for 4% of their time). The writer has slack.
-      warpgroup_wait<0>();
-      warpgroup_fence_operand(acc_dk);
-      fence_async_shared();
-      named_arrive(kBarDqFull + b, 32 + Cfg::kConsumerThreads);
+      if (tid == 0) ss.dq_slot[b] = read_slot(ss.deferred_slot[n % 2]);
+      return b;
+    };
+
+    // This warpgroup's half of dS is in shared memory, for the dQ products of
+    // both (async proxy). The dQ product of a visit comes with the next visit of
+    // the KV tile (or at the tile's end): the two warpgroups then never wait for
+    // each other inside a visit, and drift apart, one computing exp2 and dS while
+    // the other keeps the tensor cores busy. Waiting for both halves within the
+    // visit (one barrier of the 256 consumers, as FA3 and FA4 do) kept them in
+    // lockstep: 3-6% slower at head dim 64, level at 128 (bench/NOTES.md run 62).
+    // The slot of this visit is kept for its dQ partial.
+    fence_async_shared();
+    named_arrive(kBarDsReady + 2 * (count % 2) + wg, Cfg::kConsumerThreads);
+    if (tid == 0) ss.deferred_slot[count % 2] = read_slot(ss.slot[s]);
+
+    // ---- dQ = dS K (staged for the writer); dK += dS^T Q ----
+    {
+      // The previous visit's dQ, unless this visit starts a KV tile (the previous
+      // tile's last dQ was done at its end).
+      const bool dq_now = !decode_visit(VisitEntry{0, read_field(ss.slot[s].rank_flags)}).first_of_kv();
+      const uint32_t dq_visit = count - 1;
+      auto issue_dk = [&] {
+        Tensor tKrQt = ops_dkv.partition_fragment_B(sQt);
+        warpgroup_fence_operand(acc_dk);
+        warpgroup_arrive();
+        CUTE_UNROLL
+        for (int k = 0; k < size<2>(tKrDs); ++k) cute::gemm(mma_dkv, tKrDs(_, _, k), tKrQt(_, _, k), acc_dk);
+        warpgroup_commit_batch();
+      };
+      // Two straight-line paths rather than one with tests around the dQ
+      // product: ptxas serializes every wgmma of the kernel when an accumulator
+      // is read on a path it cannot match to its product.
+      if (dq_now) {
+        typename Cfg::MmaDq mma_dq;
+        Tensor acc_dq = partition_fragment_C(mma_dq, Shape<BM, HD>{});
+        issue_dq(mma_dq, acc_dq, dq_visit);
+        issue_dk();
+        // dV and dQ are done (groups retire in order), dK may still run: stage dQ
+        // as soon as the writer has read out the previous partial.
+        warpgroup_wait<1>();
+        warpgroup_fence_operand(acc_dv);
+        warpgroup_fence_operand(acc_dq);
+        const int b = stage_dq(acc_dq, dq_visit);
+        // The proxy fence waits for this thread's stores to land: placed after the
+        // wait for dK, the stores have landed meanwhile (before it, the fence
+        // stalled the consumers for 4% of their time). The writer has slack.
+        warpgroup_wait<0>();
+        warpgroup_fence_operand(acc_dk);
+        fence_async_shared();
+        named_arrive(kBarDqFull + b, 32 + Cfg::kConsumerThreads);
+      } else {
+        issue_dk();
+        warpgroup_wait<0>();
+        warpgroup_fence_operand(acc_dv);
+        warpgroup_fence_operand(acc_dk);
+      }
     }
     // This warp is done with the stage (Q, dO, LSE, D): one arrival per warp.
     // K and V are released after the KV tile's dK/dV have left through their tiles.
@@ -795,6 +843,17 @@ __device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
     // (4 bytes a thread, 8 rows a warp instruction) took 2.4 us (head dim 64) to
     // 5.1 us (head dim 128) per unit.
     if (cur.last_of_kv()) {
+      {
+        // This visit's dQ, before K is overwritten.
+        typename Cfg::MmaDq mma_dq;
+        Tensor acc_dq = partition_fragment_C(mma_dq, Shape<BM, HD>{});
+        issue_dq(mma_dq, acc_dq, count);
+        warpgroup_wait<0>();
+        warpgroup_fence_operand(acc_dq);
+        const int b = stage_dq(acc_dq, count);
+        fence_async_shared();
+        named_arrive(kBarDqFull + b, 32 + Cfg::kConsumerThreads);
+      }
       named_sync(kBarConsumers, Cfg::kConsumerThreads);
       auto store_dkv = make_tiled_copy_C(typename Cfg::StoreAtomDkv{}, mma_dkv);
       auto thr_store = store_dkv.get_thread_slice(tid);
@@ -841,7 +900,7 @@ __device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
   // Tell every writer there is no more work, each in its turn.
   for (int i = 0; i < Cfg::kDqStages; ++i) {
     const int b = (count + i) % Cfg::kDqStages;
-    named_sync(kBarDqEmpty + b, 32 + Cfg::kConsumerThreads);
+    named_sync(kBarDqEmpty + 2 * b + wg, 32 + 128);
     if (fresh_thread_index() == 128) ss.dq_slot[b].visit = -1;
     named_arrive(kBarDqFull + b, 32 + Cfg::kConsumerThreads);
   }
