@@ -200,6 +200,10 @@ pub struct CostArgs {
     /// the compute, one staging buffer each; 0 = the portable loop's add after each compute (docs/calibration.md)
     #[arg(long, default_value_t = 0, value_name = "N")]
     pub dq_writers: u32,
+    /// With --dq-writers: stage each dQ partial with the next task of its KV tile, the KV tile's last one before
+    /// its epilogue (the sm90 main loop's deferred dQ)
+    #[arg(long, requires = "dq_writers")]
+    pub dq_deferred: bool,
     /// Per-unit start overhead (load K, V)
     #[arg(long, default_value_t = 0.0, value_name = "T")]
     pub unit_start: f64,
@@ -210,7 +214,7 @@ pub struct CostArgs {
     #[arg(long, value_name = "R")]
     pub dkv_reduce: Option<f64>,
     /// Calibrated costs (µs) from `dashc calibrate` (docs/calibration.md); replace the flags above
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["compute", "compute_partial", "scale_by_fraction", "reduce", "handoff", "poll", "kernel_epilogues", "dq_writers", "unit_start", "unit_finish", "dkv_reduce"])]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["compute", "compute_partial", "scale_by_fraction", "reduce", "handoff", "poll", "kernel_epilogues", "dq_writers", "dq_deferred", "unit_start", "unit_finish", "dkv_reduce"])]
     pub costs: Option<PathBuf>,
 }
 
@@ -274,7 +278,7 @@ pub struct GanttArgs {
 }
 
 /// The simulation flags that a timeline file replaces.
-const GANTT_SHAPE_FLAGS: [&str; 36] = [
+const GANTT_SHAPE_FLAGS: [&str; 37] = [
     "batch",
     "heads",
     "kv_heads",
@@ -307,6 +311,7 @@ const GANTT_SHAPE_FLAGS: [&str; 36] = [
     "poll",
     "kernel_epilogues",
     "dq_writers",
+    "dq_deferred",
     "unit_start",
     "unit_finish",
     "dkv_reduce",

@@ -115,8 +115,16 @@ impl Target {
 
 /// A costs file describes the main loop it was calibrated on (`dq_writers`: the portable loop's 0, the sm90 loop's
 /// writers); predicting the other loop's runs with it would be silently wrong, so a GPU command refuses (exit 2).
+/// Likewise a file of the sm90 loop from before its deferred dQ (`dq_deferred` false).
 pub fn check_costs_main_loop(costs: &schedulers::CostModel, path: &Path, target: &Target) -> Result<()> {
     if costs.dq_writers == target.main_loop.dq_writers() {
+        if costs.dq_deferred != target.main_loop.dq_deferred() {
+            return Err(bad_input(format!(
+                "costs file {} was calibrated on the sm90 main loop before its deferred dQ (it has no \
+                 \"dq_deferred\": true); calibrate again with this dashc",
+                path.display()
+            )));
+        }
         return Ok(());
     }
     let calibrated_on = if costs.dq_writers == 0 { "sm80" } else { "sm90" };

@@ -111,6 +111,7 @@ impl Setup {
             poll: c.poll,
             kernel_epilogues: c.kernel_epilogues,
             dq_writers: c.dq_writers,
+            dq_deferred: c.dq_deferred,
             unit_start: c.unit_start,
             unit_finish: c.unit_finish,
             dkv_reduce: c.dkv_reduce.unwrap_or(c.reduce),

@@ -58,6 +58,12 @@ impl MainLoop {
         }
     }
 
+    /// Whether a visit's dQ partial is staged with the next visit of its KV tile (`CostModel::dq_deferred`): the
+    /// sm90 loop's deferred dQ, which keeps its two consumer warpgroups out of lockstep.
+    pub fn dq_deferred(self) -> bool {
+        self == MainLoop::Sm90
+    }
+
     /// The launch the GPU commands use with this main loop when none is asked for. The sm90 loop's persistent
     /// launch measured faster than its in-order one on 22 of the paper's 24 configurations, whole backward
     /// (bench/NOTES.md runs 57-60: by 0.1% to 8.5%; the other two, hd128 causal 8192 and 16384, 0.7% to 1% slower,

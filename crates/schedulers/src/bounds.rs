@@ -6,8 +6,8 @@ use crate::{CostModel, Schedule};
 /// The longest path under decoupled dQ writers (`CostModel::dq_writers` > 0), where a unit's tasks follow each
 /// other on the compute side and each task's add follows its own compute and the previous rank's release (plus
 /// the hand-off): the DAG's critical path does not apply there, since it makes a unit's next compute wait for
-/// the previous task's add. The staging buffers' limit is left out, so this is a lower bound on the
-/// simulated makespan.
+/// the previous task's add. Under `dq_deferred` a task's add follows the next compute of its KV tile instead. The
+/// staging buffers' limit is left out, so this is a lower bound on the simulated makespan.
 pub fn decoupled_critical_path(problem: &Problem, order: &Order, costs: &CostModel) -> f64 {
     let m = problem.m_tiles() as usize;
     // Per dQ tile, the compute end of each rank's task.
@@ -15,16 +15,26 @@ pub fn decoupled_critical_path(problem: &Problem, order: &Order, costs: &CostMod
     let mut longest: f64 = 0.0;
     for unit in &order.units {
         let mut t = costs.unit_start();
-        for (i, v) in unit.visits.iter().enumerate() {
-            if costs.kernel_epilogues && i > 0 && unit.visits[i - 1].kv != v.kv {
-                t += costs.unit_finish() + costs.unit_start();
-            }
-            t += costs.compute(v.fraction());
+        let mut arrive = |v: &dag_model::Visit, t: f64| {
             let list = &mut arrivals[unit.bh as usize * m + v.q as usize];
             if list.len() <= v.rank as usize {
                 list.resize(v.rank as usize + 1, 0.0);
             }
             list[v.rank as usize] = t;
+        };
+        for (i, v) in unit.visits.iter().enumerate() {
+            if costs.kernel_epilogues && i > 0 && unit.visits[i - 1].kv != v.kv {
+                t += costs.unit_finish() + costs.unit_start();
+            }
+            t += costs.compute(v.fraction());
+            // Deferred dQ: the previous task of this KV tile reaches its writer now; a tile's last one at once.
+            let last_of_kv = unit.visits.get(i + 1).is_none_or(|next| next.kv != v.kv);
+            if costs.dq_deferred && i > 0 && unit.visits[i - 1].kv == v.kv {
+                arrive(&unit.visits[i - 1], t);
+            }
+            if !costs.dq_deferred || last_of_kv {
+                arrive(v, t);
+            }
         }
         longest = longest.max(t + costs.unit_finish());
     }

@@ -82,6 +82,9 @@ pub struct Samples {
     /// compute, wait and add in sequence; k > 0 for the sm90 one. It decides what the stamps mean (see
     /// `add_run`) and is carried into the fitted costs.
     pub dq_writers: u32,
+    /// Whether the traced kernel defers each dQ partial to the next task (`CostModel::dq_deferred`); carried into
+    /// the fitted costs.
+    pub dq_deferred: bool,
     pub compute_full: Vec<f64>,
     pub compute_partial: Vec<f64>,
     /// The compute of each unit's first task, and whether that tile is partial.
@@ -348,6 +351,7 @@ impl Samples {
             poll: poll.map_or(0.0, |s| s.trimmed_mean.max(0.0)),
             kernel_epilogues: true,
             dq_writers: self.dq_writers,
+            dq_deferred: self.dq_deferred,
             // A first task faster than later ones would make this negative; the model has no negative costs.
             unit_start: unit_start.max(0.0),
             unit_finish: unit_finish.trimmed_mean,
@@ -525,6 +529,7 @@ mod tests {
             poll: 0.3,
             kernel_epilogues: true,
             dq_writers: 0,
+            dq_deferred: false,
             unit_start: 1.5,
             unit_finish: 0.8,
             dkv_reduce: 2.0,

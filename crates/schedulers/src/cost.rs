@@ -36,6 +36,11 @@ pub struct CostModel {
     /// `calibrate`).
     #[serde(default)]
     pub dq_writers: u32,
+    /// With `dq_writers` > 0: a task's partial is staged with the next task of its KV tile (after that task's
+    /// compute), and the KV tile's last one right after its own compute, before the K/V epilogue: the sm90 main
+    /// loop's deferred dQ (docs/hopper.md). Off: each partial is staged after its own compute.
+    #[serde(default)]
+    pub dq_deferred: bool,
     /// Per-unit work before the first task (loading K and V).
     pub unit_start: f64,
     /// Per-unit work after the last task (writing dK and dV).
@@ -56,6 +61,7 @@ impl CostModel {
             poll: 0.0,
             kernel_epilogues: false,
             dq_writers: 0,
+            dq_deferred: false,
             unit_start: 0.0,
             unit_finish: 0.0,
             dkv_reduce: r,

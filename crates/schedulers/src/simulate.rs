@@ -424,9 +424,11 @@ struct DecoupledSm {
     compute_free: f64,
     /// The next task of `unit` the compute side will run.
     next_task: usize,
-    /// Tasks the CTA has computed so far: its c-th goes to buffer c mod k (the kernel counts over all the units
+    /// Partials the CTA has staged so far: its c-th goes to buffer c mod k (the kernel counts over all the units
     /// of a CTA, which is one unit in the in-order launch).
     count: usize,
+    /// `CostModel::dq_deferred`: the task computed last, whose partial is not staged yet (unit, task).
+    pending: Option<(usize, usize)>,
     /// Per writer: the task it holds (unit, task; staged, not yet released) and when it was staged.
     held: Vec<Option<(usize, usize, f64)>>,
     /// Per writer: when it released its previous task (its buffer is free from then).
@@ -485,6 +487,7 @@ fn simulate_decoupled(
         compute_free: 0.0,
         next_task: 0,
         count: 0,
+        pending: None,
         held: vec![None; k],
         writer_free: vec![0.0; k],
         parked: vec![false; k],
@@ -521,6 +524,7 @@ fn simulate_decoupled(
         books.unit_started(next, sm, time);
         if s.finished {
             s.count = 0;
+            s.pending = None;
             s.held = vec![None; k];
             s.writer_free = vec![loaded; k];
             s.parked = vec![false; k];
@@ -593,12 +597,37 @@ fn simulate_decoupled(
                 }
                 moved = true;
             }
-            if s.unit != u32::MAX && s.next_task < units[s.unit as usize].visits.len() {
+            // Deferred dQ: a pending task that ends its KV tile is staged before anything else (the kernel's dQ
+            // product at the tile's last visit, before the K/V epilogue).
+            let flush = s.pending.filter(|&(pu, pt)| {
+                let visits = &units[pu].visits;
+                pt + 1 == visits.len() || visits[pt + 1].kv != visits[pt].kv
+            });
+            if let Some((pu, pt)) = flush {
+                let b = s.count % k;
+                if s.held[b].is_none() {
+                    let v = units[pu].visits[pt];
+                    let staged = s.compute_free.max(s.writer_free[b]);
+                    if staged > s.compute_free {
+                        books.record(segment(sm, pu, v, SegmentKind::Wait, s.compute_free, staged));
+                        st.wait += staged - s.compute_free;
+                    }
+                    s.compute_free = staged;
+                    s.held[b] = Some((pu, pt, staged));
+                    s.count += 1;
+                    s.pending = None;
+                    moved = true;
+                }
+            }
+            if flush.is_none() && s.unit != u32::MAX && s.next_task < units[s.unit as usize].visits.len() {
                 let ui = s.unit as usize;
                 let unit = &units[ui];
                 let t = s.next_task;
+                // The partial staged after this compute: this task's, or under deferral the pending one's (none
+                // at the start of a KV tile).
+                let stages = if costs.dq_deferred { s.pending } else { Some((ui, t)) };
                 let b = s.count % k;
-                if s.held[b].is_none() {
+                if stages.is_none() || s.held[b].is_none() {
                     let v = unit.visits[t];
                     let mut start = s.compute_free;
                     if costs.kernel_epilogues && t > 0 && unit.visits[t - 1].kv != v.kv {
@@ -614,22 +643,30 @@ fn simulate_decoupled(
                     let end = start + costs.compute(v.fraction());
                     books.record(segment(sm, ui, v, SegmentKind::Compute, start, end));
                     st.busy += end - start;
-                    // Staging waits for the buffer's writer to have released task c - k.
-                    let staged = end.max(s.writer_free[b]);
-                    if staged > end {
-                        books.record(segment(sm, ui, v, SegmentKind::Wait, end, staged));
-                        st.wait += staged - end;
+                    s.compute_free = end;
+                    if let Some((su, stask)) = stages {
+                        // Staging waits for the buffer's writer to have released partial c - k.
+                        let staged = end.max(s.writer_free[b]);
+                        if staged > end {
+                            books.record(segment(sm, ui, v, SegmentKind::Wait, end, staged));
+                            st.wait += staged - end;
+                        }
+                        s.compute_free = staged;
+                        s.held[b] = Some((su, stask, staged));
+                        s.count += 1;
                     }
-                    s.compute_free = staged;
-                    s.held[b] = Some((ui, t, staged));
+                    s.pending = costs.dq_deferred.then_some((ui, t));
                     s.next_task += 1;
-                    s.count += 1;
                     moved = true;
                 }
             }
             // Persistent launch: once the compute side has run the unit's tasks, it writes dK/dV and goes on to the
             // CTA's next unit; its writers keep adding.
-            if persistent && s.unit != u32::MAX && s.next_task == units[s.unit as usize].visits.len() {
+            if persistent
+                && s.unit != u32::MAX
+                && s.next_task == units[s.unit as usize].visits.len()
+                && s.pending.is_none()
+            {
                 let (ui, written) = write_dkv(&s, &mut books, &mut st, sm);
                 s.open_unit(ui).2 = written;
                 s.unit = u32::MAX;
@@ -664,6 +701,7 @@ fn simulate_decoupled(
             }
         } else if s.unit != u32::MAX
             && s.next_task == units[s.unit as usize].visits.len()
+            && s.pending.is_none()
             && s.held.iter().all(Option::is_none)
         {
             let (ui, written) = write_dkv(&s, &mut books, &mut st, sm);

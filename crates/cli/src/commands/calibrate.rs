@@ -111,7 +111,14 @@ pub fn run(args: CalibrateArgs) -> Result<()> {
         let run = run_traced(schedule, &args.gpu, &target, &nvcc, &raw, args.keep_traces.is_some())
             .with_context(|| label.clone())?;
         let group = groups.entry((p.head_dim(), p.block_m(), p.block_n())).or_insert_with(|| {
-            (Samples { dq_writers: target.main_loop.dq_writers(), ..Samples::default() }, Vec::new())
+            (
+                Samples {
+                    dq_writers: target.main_loop.dq_writers(),
+                    dq_deferred: target.main_loop.dq_deferred(),
+                    ..Samples::default()
+                },
+                Vec::new(),
+            )
         });
         group.0.add_run(schedule, &run.trace.units).map_err(|e| bad_input(format!("{label}: {e}")))?;
         group.1.push(CalibrationRun {

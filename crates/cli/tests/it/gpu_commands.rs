@@ -390,10 +390,10 @@ fn run_refuses_costs_calibrated_on_the_other_main_loop() {
     // The fixture was calibrated on the portable loop of an H200; on a Hopper the sm90 loop is the default.
     let bin = fake_gpu_machine_named("fake-h200", "9.0", "NVIDIA H200");
     let cutlass = fake_cutlass("fake-h200-cutlass");
-    let costs = crate::common::costs_fixture();
-    let run = |extra: &[&str]| {
+    let fixture = crate::common::costs_fixture();
+    let run_with = |costs: &str, extra: &[&str]| {
         Command::new(env!("CARGO_BIN_EXE_dashc"))
-            .args(["run", "--seqlen", "1024", "--heads", "16", "--schedule", "naive", "--costs", &costs])
+            .args(["run", "--seqlen", "1024", "--heads", "16", "--schedule", "naive", "--costs", costs])
             .args(["--work-dir", bin.join("work").to_str().unwrap()])
             .args(extra)
             .current_dir(&bin)
@@ -404,6 +404,7 @@ fn run_refuses_costs_calibrated_on_the_other_main_loop() {
             .output()
             .expect("dashc runs")
     };
+    let run = |extra: &[&str]| run_with(&fixture, extra);
     let out = run(&[]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(
@@ -413,6 +414,23 @@ fn run_refuses_costs_calibrated_on_the_other_main_loop() {
     );
     // With the loop it was calibrated on, the run goes ahead.
     let out = run(&["--arch", "sm80"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    // A file of the sm90 loop from before its deferred dQ is refused too; one with it is taken.
+    let mut doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&fixture).unwrap()).unwrap();
+    for entry in doc["entries"].as_array_mut().unwrap() {
+        entry["costs"]["dq_writers"] = 2.into();
+    }
+    let before = bin.join("costs-sm90-before.json");
+    std::fs::write(&before, doc.to_string()).unwrap();
+    let out = run_with(before.to_str().unwrap(), &[]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("before its deferred dQ"), "{}", stderr(&out));
+    for entry in doc["entries"].as_array_mut().unwrap() {
+        entry["costs"]["dq_deferred"] = true.into();
+    }
+    let deferred = bin.join("costs-sm90.json");
+    std::fs::write(&deferred, doc.to_string()).unwrap();
+    let out = run_with(deferred.to_str().unwrap(), &[]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     for dir in [bin, cutlass] {
         std::fs::remove_dir_all(&dir).unwrap();

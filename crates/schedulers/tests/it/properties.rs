@@ -30,6 +30,7 @@ fn costs_strategy() -> impl Strategy<Value = CostModel> {
             poll,
             kernel_epilogues: late,
             dq_writers: 0,
+            dq_deferred: false,
             unit_start: s,
             unit_finish: f,
             dkv_reduce: r,
@@ -65,12 +66,12 @@ fn case() -> impl Strategy<Value = (dag_model::Problem, Mask, Machine, CostModel
         })
 }
 
-/// A case for the sm90 main loop's model: multi-head attention (it has no dK/dV reductions) and 1 to 3
-/// decoupled dQ writers per SM.
+/// A case for the sm90 main loop's model: multi-head attention (it has no dK/dV reductions), 1 to 3 decoupled dQ
+/// writers per SM, each partial staged after its own task or deferred to the next one.
 fn decoupled_case() -> impl Strategy<Value = (dag_model::Problem, Mask, Machine, CostModel)> {
-    (case(), 1u32..4).prop_map(|((p, mask, machine, costs), writers)| {
+    (case(), 1u32..4, any::<bool>()).prop_map(|((p, mask, machine, costs), writers, deferred)| {
         let p = problem(p.batch(), p.heads(), p.heads(), p.seqlen_q(), p.seqlen_k(), p.block_m(), p.block_n());
-        (p, mask, machine, CostModel { dq_writers: writers, ..costs })
+        (p, mask, machine, CostModel { dq_writers: writers, dq_deferred: deferred, ..costs })
     })
 }
 
@@ -215,6 +216,18 @@ fn decoupled_writers_overlap_the_adds_with_the_next_tasks() {
     // One writer: the compute stages a task only once the previous one is added.
     let one = CostModel { dq_writers: 1, ..sequential };
     assert_eq!(simulate(&s, &one, false).unwrap().makespan, 1.0 + 3.0 + 3.0 + 3.0);
+    // Deferred (the sm90 loop's dQ): task 0 is staged after task 1's compute, at 2, and added over [2, 5]; task 1
+    // after task 2's, over [3, 6]; task 2, the KV tile's last, right after its own compute, once the first writer
+    // is free again at 5 (2 of waiting), and added over [5, 8].
+    let deferred = CostModel { dq_deferred: true, ..two };
+    let sim = simulate(&s, &deferred, true).unwrap();
+    assert_eq!(sim.makespan, 8.0);
+    assert_eq!(sim.total_wait(), 2.0);
+    let reduces: Vec<(f64, f64)> =
+        sim.timeline.iter().filter(|g| g.kind == schedulers::SegmentKind::Reduce).map(|g| (g.start, g.end)).collect();
+    assert_eq!(reduces, vec![(2.0, 5.0), (3.0, 6.0), (5.0, 8.0)]);
+    // The bound under deferral (staging buffers left out): tasks 1 and 2 reach their writers at 3, done at 6.
+    assert_eq!(schedulers::decoupled_critical_path(&p, s.order(), &deferred), 6.0);
 }
 
 #[test]

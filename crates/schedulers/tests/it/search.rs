@@ -54,6 +54,7 @@ fn case() -> impl Strategy<Value = (Problem, Mask, Machine, CostModel)> {
                 poll: 0.0,
                 kernel_epilogues: false,
                 dq_writers: 0,
+                dq_deferred: false,
                 unit_start: o,
                 unit_finish: o / 2.0,
                 dkv_reduce: r,
