@@ -72,6 +72,7 @@ struct BwdConfig {
   // FP32 dQ staging buffers: with two, the consumers stage a visit's partial
   // while the writer still adds the previous one.
   static constexpr int kDqStages = 2;
+  static_assert(kDqStages == 2, "the named barrier IDs (NamedBarrier) are laid out for two staging buffers");
   // The deterministic build stores each q tile's rank-0 partial (a bulk copy)
   // instead of adding it, so its accumulator needs no zeroing (BwdParams::
   // skip_dq_accum_zeroing); the atomic build cannot know which add comes first.
@@ -274,6 +275,7 @@ enum NamedBarrier : uint32_t {
   kBarDsReady = 8,    // + 2 * dS buffer + warpgroup: its half of dS is stored (it arrives, the other syncs)
   kBarDsFree = 12,    // + 2 * dS buffer + warpgroup: its dQ product has read the buffer (likewise)
 };
+// The IDs above are laid out for two dQ staging buffers and two dS buffers.
 
 __device__ __forceinline__ void named_sync(uint32_t id, uint32_t count) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory");
@@ -539,8 +541,9 @@ __device__ void run_dq_writer(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
 // each warpgroup's P^T and dS^T, converted to bf16 in registers, are directly
 // the A operand of its dV += P^T dO and dK += dS^T Q (wgmma with A from
 // registers). P never goes to shared memory; dS goes there once (transposed by
-// stmatrix) for dQ = dS K, in one of two buffers so that writing the next
-// visit's dS needs no barrier behind this visit's dQ.
+// stmatrix) for dQ = dS K, in one of two buffers (by visit parity): a
+// warpgroup stores dS of visit n + 2 once the other's dQ product of visit n has
+// read that buffer, which leaves it a visit of slack.
 template <class Cfg>
 __device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& ss) {
   using BM = typename Cfg::BM;
@@ -717,6 +720,8 @@ __device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
       ds_pairs[i / 2] = __floats2bfloat162_rn(pf.x * (acc_dp(i) - d.x), pf.y * (acc_dp(i + 1) - d.y));
     }
     // The other warpgroup's dQ product of visit count - 2 has read this buffer.
+    // (The arrivals for a CTA's last two visits are never synced: no later code
+    // of the CTA uses these barriers.)
     if (count >= 2) named_sync(kBarDsFree + 2 * (count % 2) + (1 - wg), Cfg::kConsumerThreads);
     {
       auto store_ds = make_tiled_copy_C(typename Cfg::StoreAtomDst{}, mma_sdp);
