@@ -536,6 +536,20 @@ fn simulate_decoupled(
         s.open.push((next, unit.visits.len(), f64::NAN, loaded));
     };
 
+    // Stages `task`'s partial (unit, task) into buffer c mod k once the compute side is free, waiting for the
+    // buffer's writer to have released partial c - k; the wait is booked on the compute side at visit `at`.
+    let stage = |s: &mut DecoupledSm, books: &mut Books, st: &mut SmStats, sm: u32, task: (usize, usize), at: Visit| {
+        let b = s.count % k;
+        let staged = s.compute_free.max(s.writer_free[b]);
+        if staged > s.compute_free {
+            books.record(segment(sm, task.0, at, SegmentKind::Wait, s.compute_free, staged));
+            st.wait += staged - s.compute_free;
+        }
+        s.compute_free = staged;
+        s.held[b] = Some((task.0, task.1, staged));
+        s.count += 1;
+    };
+
     // The compute side's end of its unit: dK/dV written `unit_finish` after its last task. Returns the unit and
     // the time.
     let write_dkv = |s: &DecoupledSm, books: &mut Books, st: &mut SmStats, sm: u32| {
@@ -606,15 +620,7 @@ fn simulate_decoupled(
             if let Some((pu, pt)) = flush {
                 let b = s.count % k;
                 if s.held[b].is_none() {
-                    let v = units[pu].visits[pt];
-                    let staged = s.compute_free.max(s.writer_free[b]);
-                    if staged > s.compute_free {
-                        books.record(segment(sm, pu, v, SegmentKind::Wait, s.compute_free, staged));
-                        st.wait += staged - s.compute_free;
-                    }
-                    s.compute_free = staged;
-                    s.held[b] = Some((pu, pt, staged));
-                    s.count += 1;
+                    stage(&mut s, &mut books, &mut st, sm, (pu, pt), units[pu].visits[pt]);
                     s.pending = None;
                     moved = true;
                 }
@@ -644,16 +650,8 @@ fn simulate_decoupled(
                     books.record(segment(sm, ui, v, SegmentKind::Compute, start, end));
                     st.busy += end - start;
                     s.compute_free = end;
-                    if let Some((su, stask)) = stages {
-                        // Staging waits for the buffer's writer to have released partial c - k.
-                        let staged = end.max(s.writer_free[b]);
-                        if staged > end {
-                            books.record(segment(sm, ui, v, SegmentKind::Wait, end, staged));
-                            st.wait += staged - end;
-                        }
-                        s.compute_free = staged;
-                        s.held[b] = Some((su, stask, staged));
-                        s.count += 1;
+                    if let Some(task) = stages {
+                        stage(&mut s, &mut books, &mut st, sm, task, v);
                     }
                     s.pending = costs.dq_deferred.then_some((ui, t));
                     s.next_task += 1;

@@ -176,41 +176,20 @@ fn validate_predicts_with_the_launch_its_measurements_ran_with() {
     assert!(!text.contains("![gantt]") && !text.contains("trace overhead: main kernel"), "{text}");
     let (text, _) = report(with_gantt("in-order"), &[]);
     assert!(text.contains("![gantt]") && !text.contains("Not drawn"), "{text}");
-    // Asking for the persistent launch against measurements of the in-order one is refused.
+    // Asking for another launch than the measurements' is refused, either way.
     let raw_path = dir.join("raw.json");
-    std::fs::write(&raw_path, raw_with(Some("in-order"), "dashc validate")).unwrap();
     let doc = dir.join("validation.md");
-    fails_with(
-        &[
-            "validate",
-            "--costs",
-            &costs,
-            "--from-raw",
-            raw_path.to_str().unwrap(),
-            "--doc",
-            doc.to_str().unwrap(),
-            "--launch",
+    for (measured, asked, message) in [
+        ("in-order", "persistent", "the measurements were taken with the in-order launch"),
+        (
             "persistent",
-        ],
-        2,
-        "the measurements were taken with the in-order launch",
-    );
-    // And the in-order launch against measurements of the persistent one.
-    std::fs::write(&raw_path, raw_with(Some("persistent"), "dashc validate")).unwrap();
-    fails_with(
-        &[
-            "validate",
-            "--costs",
-            &costs,
-            "--from-raw",
-            raw_path.to_str().unwrap(),
-            "--doc",
-            doc.to_str().unwrap(),
-            "--launch",
             "in-order",
-        ],
-        2,
-        "the measurements were taken with the persistent launch; leave out --launch or give --launch persistent",
-    );
+            "the measurements were taken with the persistent launch; leave out --launch or give --launch persistent",
+        ),
+    ] {
+        std::fs::write(&raw_path, raw_with(Some(measured), "dashc validate")).unwrap();
+        let args = ["--from-raw", raw_path.to_str().unwrap(), "--doc", doc.to_str().unwrap(), "--launch", asked];
+        fails_with(&[&["validate", "--costs", &costs][..], &args[..]].concat(), 2, message);
+    }
     std::fs::remove_dir_all(&dir).unwrap();
 }
