@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# scratch (prepared, not yet run): A/B of the row statistics read before the S^T/dP^T wgmma (e: hd128 LSE read early, hd64 LSE and D by shuffles),
-# one slot read at the visit top (o), both (d), against the current kernel (c); persistent launch
+# scratch (prepared, not yet run; needs target/dashc-dev built with row-stats-and-slot.patch applied): A/B against the
+# current kernel (c) of one slot read at the visit top (o), the LSE read before the S^T/dP^T wgmma at hd128 (e), LSE
+# and D by two 8-byte reads per lane and shuffles (s), and o + s (d); persistent launch
 set -uo pipefail
 export PATH=/usr/local/cuda/bin:$PATH
 WHEEL=$(ls target/cutlass-wheel/nvidia_cutlass-*.whl) kernels/fetch-cutlass.sh > /dev/null
@@ -13,10 +14,9 @@ shapes=(
   "h64f:--seqlen 16384 --heads 32 --head-dim 64 --mask full --schedule descending"
   "h64f8k:--seqlen 8192 --batch 2 --heads 32 --head-dim 64 --mask full --schedule shift"
   "h64c:--seqlen 16384 --heads 32 --head-dim 64 --mask causal --schedule symmetric-shift"
-  "h64c8k:--seqlen 8192 --batch 2 --heads 32 --head-dim 64 --mask causal --schedule symmetric-shift"
 )
-declare -A VF=( [c]="" [o]="-DDASHC_ONE_SLOT_READ=1" [e]="-DDASHC_LSE_EARLY=1 -DDASHC_ROWSTAT_SHFL=1" [d]="-DDASHC_ONE_SLOT_READ=1 -DDASHC_LSE_EARLY=1 -DDASHC_ROWSTAT_SHFL=1" )
-V="c o e d"
+declare -A VF=( [c]="" [o]="-DDASHC_ONE_SLOT_READ=1" [e]="-DDASHC_LSE_EARLY=1" [s]="-DDASHC_ROWSTAT_SHFL=1" [d]="-DDASHC_ONE_SLOT_READ=1 -DDASHC_ROWSTAT_SHFL=1" [x]="-DDASHC_ONE_SLOT_READ=1 -DDASHC_LSE_EARLY=1" )
+V="c o e s d"
 gen() { # dir flags variant
   target/dashc-dev codegen $2 --arch sm90a -o $1 > /dev/null || echo "codegen failed $1"
   sed -i "s|-o harness harness.cu|${VF[$3]} -o harness harness.cu|" $1/nvcc-command.txt
@@ -24,9 +24,12 @@ gen() { # dir flags variant
 for e in "${shapes[@]}"; do for v in $V; do gen $S/${e%%:*}/$v "${e#*:}" $v; done; done
 for hd in 64 128; do for mask in full causal; do for det in "" "--nondeterministic"; do
   gen $S/chk/$hd$mask${det:+nd} "--seqlen 3000 --seqlen-k 1000 --heads 2 --head-dim $hd --mask $mask --schedule descending $det" d
-  gen $S/chk/$hd${mask}r${det:+nd} "--seqlen 1000 --seqlen-k 3000 --batch 2 --heads 3 --head-dim $hd --mask $mask --schedule descending $det" d
+  [ -z "$det" ] && gen $S/chk/$hd${mask}r "--seqlen 1000 --seqlen-k 3000 --batch 2 --heads 3 --head-dim $hd --mask $mask --schedule descending" d
 done; done
   gen $S/chk/${hd}io "--seqlen 3000 --seqlen-k 1000 --heads 2 --head-dim $hd --mask causal --schedule descending --launch in-order" d
+done
+for mask in full causal; do  # e's change, checked with o
+  gen $S/chk/128${mask}x "--seqlen 3000 --seqlen-k 1000 --heads 2 --head-dim 128 --mask $mask --schedule descending" x
 done
 ls -d $S/*/* | xargs -P 16 -I{} sh -c 'cd {} && sh nvcc-command.txt > ptxas.log 2>&1 || echo "BUILD FAILED {}"'
 echo built $SECONDS
