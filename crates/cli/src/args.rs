@@ -163,7 +163,7 @@ pub struct ShapeArgs {
     #[arg(long, requires = "tiles")]
     pub ideal: bool,
     /// With --ideal: tiles per head N (also the number of SMs)
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", requires = "ideal")]
     pub tiles: Option<u32>,
 
     #[command(flatten)]
@@ -411,7 +411,7 @@ pub struct CodegenArgs {
 #[derive(Debug, Clone, Args)]
 pub struct GpuArgs {
     /// Timed repetitions per kernel (the median is reported)
-    #[arg(long, default_value_t = 20, value_name = "N")]
+    #[arg(long, default_value_t = 20, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub reps: u32,
     /// Always check against the FP32 reference (default: only when seqlen <= 4096)
     #[arg(long, conflicts_with = "no_check")]

@@ -161,7 +161,12 @@ pub fn probe_device() -> Result<Device> {
     let unavailable = |why: String| anyhow::Error::new(Unavailable(format!("no NVIDIA GPU available: {why}")));
     let out = out.map_err(|e| unavailable(format!("cannot run nvidia-smi ({e})")))?;
     if !out.status.success() {
-        return Err(unavailable(String::from_utf8_lossy(&out.stderr).trim().to_string()));
+        // nvidia-smi prints some failures (no driver loaded) on stdout.
+        let stderr = String::from_utf8_lossy(&out.stderr).trim().to_string();
+        let said = if stderr.is_empty() { String::from_utf8_lossy(&out.stdout).trim().to_string() } else { stderr };
+        let status = out.status.code().map_or("a signal".to_string(), |c| format!("exit {c}"));
+        let said = if said.is_empty() { String::new() } else { format!(": {}", said.replace('\n', "; ")) };
+        return Err(unavailable(format!("nvidia-smi failed ({status}){said}")));
     }
     let text = String::from_utf8_lossy(&out.stdout);
     let line = text.lines().next().ok_or_else(|| unavailable("nvidia-smi lists no GPU".into()))?;
@@ -400,6 +405,21 @@ pub fn run_harness(
 }
 
 /// Checks a generated configuration is supported, turning codegen's refusal into bad input.
+/// Refuses (exit 2), before any toolchain or GPU probe, a problem that no main loop's kernel supports: a bad head
+/// dim is bad input whatever the machine has.
+pub fn check_kernel_support(problem: &dag_model::Problem, mask: &dag_model::Mask, deterministic: bool) -> Result<()> {
+    let mut first_error = None;
+    for main_loop in [MainLoop::Sm80, MainLoop::Sm90] {
+        match KernelConfig::for_problem(problem, mask, deterministic, main_loop).map(|_| ()) {
+            Ok(()) => return Ok(()),
+            Err(e) => {
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    Err(bad_input(first_error.map_or_else(String::new, |e| e.to_string())))
+}
+
 pub fn kernel_config(
     problem: &dag_model::Problem,
     mask: &dag_model::Mask,

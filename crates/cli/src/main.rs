@@ -70,6 +70,14 @@ fn usage_error(err: clap::Error) -> ExitCode {
         .map(str::trim)
         .filter(|l| !l.is_empty() && !l.starts_with("For more information") && !l.starts_with("Usage:"))
         .collect();
-    eprintln!("{}", parts.join("; "));
+    // A line that ends in a colon introduces the next one ("... not provided:" then the arguments).
+    let mut line = String::new();
+    for part in parts {
+        if !line.is_empty() {
+            line.push_str(if line.ends_with(':') { " " } else { "; " });
+        }
+        line.push_str(part);
+    }
+    eprintln!("{line}");
     ExitCode::from(2)
 }

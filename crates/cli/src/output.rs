@@ -226,6 +226,23 @@ pub fn num(x: f64) -> String {
     s.to_string()
 }
 
+/// Refuses (bad input) an output file that could not be written, before the work that produces it: its folder
+/// must exist and take a new file (tried, then removed), or the file must exist and open for writing (untouched).
+pub fn check_writable(path: &Path) -> Result<()> {
+    let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    if !parent.is_dir() {
+        return Err(bad_input(format!("cannot write {}: folder {} does not exist", path.display(), parent.display())));
+    }
+    let cannot = |e: std::io::Error| bad_input(format!("cannot write {}: {e}", path.display()));
+    if path.exists() {
+        fs::OpenOptions::new().append(true).open(path).map_err(cannot)?;
+    } else {
+        fs::OpenOptions::new().write(true).create_new(true).open(path).map_err(cannot)?;
+        fs::remove_file(path).map_err(cannot)?;
+    }
+    Ok(())
+}
+
 /// Writes `text` to `path`, turning an unwritable path into a bad-input error.
 pub fn write_file(path: &Path, text: &str) -> Result<()> {
     fs::write(path, text).map_err(|e| bad_input(format!("cannot write {}: {e}", path.display())))

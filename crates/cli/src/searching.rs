@@ -27,6 +27,9 @@ pub const SEARCH: &str = "search";
 pub const DEFAULT_ITERATIONS: u64 = 400;
 /// Budget of `dashc search` when no budget flag is given.
 pub const DEFAULT_SEARCH_SECS: f64 = 10.0;
+/// The longest budget accepted (a week): a time limit beyond it is a typo, and one beyond `Duration`'s range
+/// cannot be represented.
+const MAX_BUDGET_SECS: f64 = 7.0 * 24.0 * 3600.0;
 
 /// When a search ends.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -55,8 +58,11 @@ impl SearchRequest {
             return Ok(None);
         }
         let budget = match (b.budget_secs, b.iterations) {
-            (Some(s), _) if !(s.is_finite() && s > 0.0) => {
-                return Err(bad_input(format!("--budget-secs must be a positive number of seconds (got {s})")));
+            (Some(s), _) if !(s.is_finite() && s > 0.0 && s <= MAX_BUDGET_SECS) => {
+                let shown = if s.is_finite() && s.abs() >= 1e9 { format!("{s:e}") } else { s.to_string() };
+                return Err(bad_input(format!(
+                    "--budget-secs must be a positive number of seconds, at most {MAX_BUDGET_SECS} (a week; got {shown})"
+                )));
             }
             (Some(s), _) => Budget::Secs(s),
             (None, Some(0)) => return Err(bad_input("--iterations must be at least 1 (got 0)")),

@@ -67,6 +67,9 @@ impl Setup {
         let mask = build_mask(a)?;
         let (spec, sms) = if a.ideal {
             let n = a.tiles.ok_or_else(|| bad_input("--ideal needs --tiles N"))?;
+            if n == 0 {
+                return Err(bad_input("--tiles must be at least 1 (got 0)"));
+            }
             if !matches!(a.mask, MaskArg::Full | MaskArg::Causal) {
                 return Err(bad_input("--ideal is defined for --mask full or causal only"));
             }

@@ -76,7 +76,7 @@ impl Plan {
                 "causal" => MaskArg::Causal,
                 other => {
                     return Err(bad_input(format!(
-                        "--masks: '{other}' is not supported by sweep; use full and/or causal"
+                        "--masks: '{other}' is not one of the paper's configurations; use full and/or causal"
                     )));
                 }
             };

@@ -100,7 +100,7 @@ impl TimelineFile {
     /// Reads and checks a timeline file; every defect is a one-line bad-input error naming the file.
     pub fn load(path: &std::path::Path) -> anyhow::Result<TimelineFile> {
         let invalid = |why: String| crate::exit::bad_input(format!("invalid timeline file {}: {why}", path.display()));
-        let text = std::fs::read_to_string(path)
+        let text = read_maybe_gzipped(path)
             .map_err(|e| crate::exit::bad_input(format!("cannot read timeline file {}: {e}", path.display())))?;
         let file: TimelineFile = serde_json::from_str(&text).map_err(|e| invalid(e.to_string()))?;
         file.check().map_err(invalid)?;
@@ -198,4 +198,29 @@ pub fn check_comparable(files: &[(&str, &TimelineFile)]) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// The text of `path`, gunzipped if its name ends in `.gz`; where `path` does not exist but `path.gz` does, that
+/// one's: the validation folders under bench/results keep their traces compressed, and their raw files name the
+/// uncompressed JSON.
+fn read_maybe_gzipped(path: &std::path::Path) -> std::io::Result<String> {
+    use std::io::Read;
+    let mut gz = path.as_os_str().to_owned();
+    gz.push(".gz");
+    let gz = std::path::PathBuf::from(gz);
+    let compressed = if path.extension().is_some_and(|e| e == "gz") {
+        Some(path)
+    } else if !path.exists() && gz.exists() {
+        Some(gz.as_path())
+    } else {
+        None
+    };
+    match compressed {
+        Some(file) => {
+            let mut text = String::new();
+            flate2::read::GzDecoder::new(std::fs::File::open(file)?).read_to_string(&mut text)?;
+            Ok(text)
+        }
+        None => std::fs::read_to_string(path),
+    }
 }

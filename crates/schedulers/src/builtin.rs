@@ -52,13 +52,13 @@ impl ScheduleKind {
                 schedule: self.name(),
                 needs: "a full mask",
                 got: format!("mask {}", mask.name()),
-                hint: "use naive, descending or spt for other masks",
+                hint: "use symmetric-shift for causal masks, or naive, descending, spt or search for other masks",
             }),
             ScheduleKind::SymmetricShift if *mask != Mask::Causal => Err(ScheduleError::NotApplicable {
                 schedule: self.name(),
                 needs: "a causal mask",
                 got: format!("mask {}", mask.name()),
-                hint: "use shift for full masks, or naive, descending or spt for other masks",
+                hint: "use shift for full masks, or naive, descending, spt or search for other masks",
             }),
             ScheduleKind::SymmetricShift if !problem.n_tiles().is_multiple_of(2) => Err(ScheduleError::NotApplicable {
                 schedule: self.name(),

@@ -1,6 +1,15 @@
 use dag_model::Weights;
 use serde::{Deserialize, Serialize};
 
+/// The largest cost a model accepts, in its unit (microseconds calibrated, tile computes idealized): far above
+/// any real one, and small enough that a makespan summed over tens of millions of tasks stays finite and exact to
+/// well below one unit.
+pub const MAX_COST: f64 = 1e9;
+
+/// The most dQ writers per SM a model accepts: the sm90 main loop has two, and the simulator's work grows with
+/// the count.
+pub const MAX_DQ_WRITERS: u32 = 64;
+
 /// Costs of the phases of a task and of the edges between them, in one consistent time unit.
 ///
 /// Uncalibrated, the unit is "the compute of one full tile" (compute = 1) and the numbers are the paper's
@@ -73,8 +82,12 @@ impl CostModel {
         self.dq_writers > 0
     }
 
-    /// Checks that every cost is finite and not negative.
+    /// Checks that every cost is finite, not negative and at most [`MAX_COST`], and that there are at most
+    /// [`MAX_DQ_WRITERS`] dQ writers.
     pub fn check(&self) -> Result<(), crate::ScheduleError> {
+        if self.dq_writers > MAX_DQ_WRITERS {
+            return Err(crate::ScheduleError::TooManyDqWriters { got: self.dq_writers, max: MAX_DQ_WRITERS });
+        }
         let fields = [
             ("compute", Some(self.compute)),
             ("compute-partial", self.compute_partial),
@@ -87,7 +100,7 @@ impl CostModel {
         ];
         for (name, value) in fields {
             if let Some(v) = value
-                && (!v.is_finite() || v < 0.0)
+                && (!v.is_finite() || !(0.0..=MAX_COST).contains(&v))
             {
                 return Err(crate::ScheduleError::BadCost { name, value: v });
             }
@@ -130,5 +143,26 @@ impl Weights for CostModel {
     #[inline]
     fn dkv_reduce(&self) -> f64 {
         self.dkv_reduce
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn check_takes_costs_from_zero_to_the_maximum() {
+        let mut c = CostModel { unit_start: MAX_COST, dq_writers: MAX_DQ_WRITERS, ..CostModel::default() };
+        assert_eq!(c.check(), Ok(()));
+        for bad in [-1.0, MAX_COST * 1.5, f64::INFINITY, f64::NAN] {
+            c.unit_start = bad;
+            assert!(matches!(c.check(), Err(crate::ScheduleError::BadCost { name: "unit-start", .. })), "{bad}");
+        }
+        c.unit_start = 0.0;
+        c.dq_writers = MAX_DQ_WRITERS + 1;
+        assert_eq!(
+            c.check(),
+            Err(crate::ScheduleError::TooManyDqWriters { got: MAX_DQ_WRITERS + 1, max: MAX_DQ_WRITERS })
+        );
     }
 }

@@ -12,8 +12,10 @@ pub enum ScheduleError {
     NotApplicable { schedule: &'static str, needs: &'static str, got: String, hint: &'static str },
     #[error("the machine must have at least one SM")]
     NoSms,
-    #[error("cost {name} must be a finite number >= 0 (got {value})")]
+    #[error("cost {name} must be a finite number from 0 to {:e} (got {})", crate::cost::MAX_COST, shown(*value))]
     BadCost { name: &'static str, value: f64 },
+    #[error("dq-writers must be at most {max} (got {got})")]
+    TooManyDqWriters { got: u32, max: u32 },
     #[error(
         "deadlock on {sms} SMs ({launch} launch): unit {unit} (bh {bh}) waits for rank {rank} of {tile_kind} tile {tile}, \
          whose rank {next} belongs to unit {holder}, which {holder_state}"
@@ -30,4 +32,9 @@ pub enum ScheduleError {
         holder: usize,
         holder_state: &'static str,
     },
+}
+
+/// A number as a message shows it: huge ones in exponent form, not as hundreds of digits.
+fn shown(v: f64) -> String {
+    if v.is_finite() && v.abs() >= 1e9 { format!("{v:e}") } else { v.to_string() }
 }

@@ -55,14 +55,7 @@ pub fn run(args: CalibrateArgs) -> Result<()> {
         costs: base.costs,
     };
     let plan = Plan::from_args(&configs_args)?;
-    let out_dir = args.out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
-    if !out_dir.is_dir() {
-        return Err(bad_input(format!(
-            "cannot write {}: folder {} does not exist",
-            args.out.display(),
-            out_dir.display()
-        )));
-    }
+    crate::output::check_writable(&args.out)?;
     if let Some(dir) = &args.keep_traces {
         std::fs::create_dir_all(dir).map_err(|e| bad_input(format!("cannot create {}: {e}", dir.display())))?;
     }

@@ -28,7 +28,9 @@ pub fn run(args: CodegenArgs) -> Result<()> {
     let generated =
         generate(&schedule, &config, &Templates::embedded(), &target.env).map_err(|e| bad_input(e.to_string()))?;
     write_generated(&args.out, &generated)?;
-    println!("wrote {} files for {} ({}) to {}", generated.files.len(), schedule.name(), config, args.out.display());
+    // The rendered files and nvcc-command.txt.
+    let written = generated.files.len() + 1;
+    println!("wrote {written} files for {} ({}) to {}", schedule.name(), config, args.out.display());
     println!("build: cd {} && {}", args.out.display(), generated.nvcc);
     println!("run:   ./{} {}", generated.binary, generated.schedule_file);
     Ok(())

@@ -31,6 +31,7 @@ pub fn run(args: RunArgs) -> Result<()> {
     if let Some(path) = &args.trace {
         crate::commands::trace_run::check_request(&setup, path)?;
     }
+    crate::gpu::check_kernel_support(&setup.problem, &setup.mask, !args.nondeterministic)?;
     // Probe the toolchain and the GPU before any work, so a machine without them answers at once.
     let nvcc = find_nvcc()?;
     let device = probe_device()?;

@@ -20,11 +20,7 @@ pub fn check_request(setup: &Setup, path: &Path) -> Result<()> {
     }
     let kind = setup.schedules[0];
     kind.check_applicable(&setup.problem, &setup.mask).map_err(|e| bad_input(e.to_string()))?;
-    let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    if !parent.is_dir() {
-        return Err(bad_input(format!("cannot write {}: folder {} does not exist", path.display(), parent.display())));
-    }
-    Ok(())
+    crate::output::check_writable(path)
 }
 
 /// Runs the trace build of the setup's schedule, writes the measured timeline to `path` and prints the trace

@@ -106,3 +106,43 @@ fn a_schedule_file_that_deadlocks_names_the_waiting_unit() {
     fails_with(&args, 2, "deadlock on 1 SMs (in-order launch): unit 0 (bh 0) waits for rank 1 of dq tile 0");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn costs_and_budgets_beyond_their_range_are_refused() {
+    // Huge values once overflowed the makespan (inf) or the search budget's Duration (a panic).
+    fails_with(
+        &["bounds", "--seqlen", "2048", "--compute", "1e308"],
+        2,
+        "cost compute must be a finite number from 0 to 1e9 (got 1e308)",
+    );
+    fails_with(
+        &["simulate", "--seqlen", "2048", "--reduce", "2e9"],
+        2,
+        "cost reduce must be a finite number from 0 to 1e9",
+    );
+    fails_with(&["search", "--seqlen", "2048", "--budget-secs", "1e300"], 2, "at most 604800 (a week; got 1e300)");
+    // The simulator's work grows with the writer count: a million of them ran for minutes.
+    fails_with(&["bounds", "--dq-writers", "1000000"], 2, "dq-writers must be at most 64 (got 1000000)");
+}
+
+#[test]
+fn ideal_flags_go_together() {
+    fails_with(&["bounds", "--tiles", "8"], 2, "the following required arguments were not provided: --ideal");
+    fails_with(&["bounds", "--ideal", "--tiles", "0"], 2, "--tiles must be at least 1 (got 0)");
+}
+
+#[test]
+fn gpu_command_inputs_are_checked_before_any_probe() {
+    // These need no toolchain or GPU to be refused: exit 2 on any machine, not 3.
+    fails_with(&["run", "--seqlen", "1024", "--reps", "0"], 2, "invalid value '0' for '--reps <N>'");
+    fails_with(&["bench", "--reps", "0"], 2, "invalid value '0' for '--reps <N>'");
+    fails_with(
+        &["run", "--seqlen", "1024", "--head-dim", "96", "--schedule", "spt"],
+        2,
+        "head dim 96 is not supported",
+    );
+    let dir = std::env::temp_dir().join(format!("dashc-trace-dir-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    fails_with(&["run", "--seqlen", "1024", "--schedule", "spt", "--trace", dir.to_str().unwrap()], 2, "cannot write");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -472,3 +472,31 @@ fn no_crate_brings_in_fontconfig() {
         assert!(!lock.contains(banned), "Cargo.lock contains {banned}");
     }
 }
+
+#[test]
+fn gantt_reads_a_gzipped_timeline_by_either_name() {
+    // bench/results keeps traces gzipped while their raw files name the JSON: both names must load.
+    use std::io::Write;
+    let dir = std::env::temp_dir().join(format!("dashc-gz-timeline-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let json = dir.join("timeline.json");
+    let args =
+        ["simulate", "--seqlen", "1024", "--sms", "8", "--schedule", "naive", "--timeline", json.to_str().unwrap()];
+    let out = dashc(&args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let gz = dir.join("timeline.json.gz");
+    let mut enc = flate2::write::GzEncoder::new(std::fs::File::create(&gz).unwrap(), flate2::Compression::fast());
+    enc.write_all(&std::fs::read(&json).unwrap()).unwrap();
+    enc.finish().unwrap();
+    let png_plain = dir.join("plain.png");
+    let out = dashc(&["gantt", "--timeline", json.to_str().unwrap(), "-o", png_plain.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    std::fs::remove_file(&json).unwrap();
+    for (name, given) in [("by-json-name.png", &json), ("by-gz-name.png", &gz)] {
+        let png = dir.join(name);
+        let out = dashc(&["gantt", "--timeline", given.to_str().unwrap(), "-o", png.to_str().unwrap()]);
+        assert!(out.status.success(), "{}: {}", given.display(), stderr(&out));
+        assert_eq!(std::fs::read(&png).unwrap(), std::fs::read(&png_plain).unwrap(), "{}", given.display());
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -31,6 +31,8 @@ fn codegen_writes_sources_schedule_data_and_the_nvcc_command() {
         dir.to_str().unwrap(),
     ]);
     assert!(out.status.success(), "{}", stderr(&out));
+    let written = std::fs::read_dir(&dir).unwrap().count();
+    assert!(stdout(&out).starts_with(&format!("wrote {written} files for descending")), "{}", stdout(&out));
     for file in
         ["harness.cu", "bwd_mainloop_sm80.cuh", "schedule.cuh", "bwd_params.h", "schedule.txt", "nvcc-command.txt"]
     {
@@ -195,6 +197,26 @@ fn run_and_bench_without_nvcc_or_gpu_exit_3() {
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
     assert!(stderr(&out).contains("no NVIDIA GPU available"), "{}", stderr(&out));
     assert_eq!(stderr(&out).trim_end().lines().count(), 1);
+    // A driver that fails: nvidia-smi says why on stdout, and the message passes it on.
+    let smi = fake.join("nvidia-smi");
+    std::fs::write(
+        &smi,
+        "#!/bin/sh
+echo \"NVIDIA-SMI has failed because it couldn't communicate with the driver.\"\nexit 9\n",
+    )
+    .unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&smi, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let out = dashc_with_path(&fake, &["run", "--seqlen", "1024"]);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("no NVIDIA GPU available: nvidia-smi failed (exit 9): NVIDIA-SMI has failed"),
+        "{}",
+        stderr(&out)
+    );
     std::fs::remove_dir_all(&empty).unwrap();
     std::fs::remove_dir_all(&fake).unwrap();
 }

@@ -118,7 +118,7 @@ fn bad_sweep_lists_and_paths_are_one_line_and_exit_2() {
     fails_with(&["sweep", "--seqlens", "1k"], 2, "--seqlens: '1k' is not a positive integer");
     fails_with(&["sweep", "--seqlens", "3000"], 2, "--seqlens: 3000 does not divide --tokens 16384");
     fails_with(&["sweep", "--head-dims", "96"], 2, "--head-dims: 96 does not divide --hidden 2048");
-    fails_with(&["sweep", "--masks", "sliding-window"], 2, "'sliding-window' is not supported by sweep");
+    fails_with(&["sweep", "--masks", "sliding-window"], 2, "'sliding-window' is not one of the paper's configurations");
     fails_with(&["sweep", "--schedules", "fastest"], 2, "unknown schedule 'fastest'");
     fails_with(
         &["sweep", "--masks", "causal", "--schedules", "shift"],

@@ -86,5 +86,5 @@ fn bad_costs_are_rejected() {
     let (p, machine) = ideal(4, 1);
     let costs = CostModel { reduce: -1.0, ..CostModel::default() };
     let err = build(ScheduleKind::Naive, p, Mask::Full, machine, &costs).unwrap_err();
-    assert_eq!(err.to_string(), "cost reduce must be a finite number >= 0 (got -1)");
+    assert_eq!(err.to_string(), "cost reduce must be a finite number from 0 to 1e9 (got -1)");
 }
