@@ -99,31 +99,31 @@ impl ConfigsArgs {
 #[derive(Debug, Clone, Args)]
 pub struct ShapeArgs {
     /// Batch size
-    #[arg(long, default_value_t = 1, value_name = "N")]
+    #[arg(allow_negative_numbers = true, long, default_value_t = 1, value_name = "N")]
     pub batch: u32,
     /// Query heads (with --ideal: the number of heads m)
-    #[arg(long, default_value_t = 16, value_name = "N")]
+    #[arg(allow_negative_numbers = true, long, default_value_t = 16, value_name = "N")]
     pub heads: u32,
     /// KV heads (GQA when fewer than --heads); default: --heads
-    #[arg(long, value_name = "N")]
+    #[arg(allow_negative_numbers = true, long, value_name = "N")]
     pub kv_heads: Option<u32>,
     /// Query sequence length
-    #[arg(long, default_value_t = 16384, value_name = "TOKENS")]
+    #[arg(allow_negative_numbers = true, long, default_value_t = 16384, value_name = "TOKENS")]
     pub seqlen: u32,
     /// Key/value sequence length; default: --seqlen
-    #[arg(long, value_name = "TOKENS")]
+    #[arg(allow_negative_numbers = true, long, value_name = "TOKENS")]
     pub seqlen_k: Option<u32>,
     /// Head dimension
-    #[arg(long, default_value_t = 128, value_name = "D")]
+    #[arg(allow_negative_numbers = true, long, default_value_t = 128, value_name = "D")]
     pub head_dim: u32,
     /// Attention mask
     #[arg(long, value_enum, default_value_t = MaskArg::Causal)]
     pub mask: MaskArg,
     /// Sliding window: keys visible before the diagonal (default unbounded)
-    #[arg(long, value_name = "TOKENS")]
+    #[arg(allow_negative_numbers = true, long, value_name = "TOKENS")]
     pub window_left: Option<u32>,
     /// Sliding window: keys visible after the diagonal (default 0, i.e. causal)
-    #[arg(long, value_name = "TOKENS")]
+    #[arg(allow_negative_numbers = true, long, value_name = "TOKENS")]
     pub window_right: Option<u32>,
     /// Document mask: comma-separated document lengths packed into the sequence (must sum to --seqlen)
     #[arg(long, value_name = "LENS", value_delimiter = ',')]
@@ -132,19 +132,19 @@ pub struct ShapeArgs {
     #[arg(long)]
     pub doc_bidirectional: bool,
     /// Document mask: draw document lengths between 512 and 8192 tokens from SEED to fill --seqlen
-    #[arg(long, value_name = "SEED", conflicts_with = "doc_lens")]
+    #[arg(allow_negative_numbers = true, long, value_name = "SEED", conflicts_with = "doc_lens")]
     pub doc_random: Option<u64>,
     /// Block mask: JSON file with the active (q-tile, kv-tile) pairs, {"blocks": [[q, kv], ...]}
     #[arg(long, value_name = "FILE")]
     pub blocks: Option<PathBuf>,
     /// Q tile size; default by head dim (<=64: 128, <=128: 64, else 64)
-    #[arg(long, value_name = "ROWS")]
+    #[arg(allow_negative_numbers = true, long, value_name = "ROWS")]
     pub block_m: Option<u32>,
     /// KV tile size; default by head dim (<=64: 128, <=128: 128, else 64)
-    #[arg(long, value_name = "COLS")]
+    #[arg(allow_negative_numbers = true, long, value_name = "COLS")]
     pub block_n: Option<u32>,
     /// Number of SMs (132 on H100/H200/H800)
-    #[arg(long, default_value_t = 132, value_name = "P")]
+    #[arg(allow_negative_numbers = true, long, default_value_t = 132, value_name = "P")]
     pub sms: u32,
     /// Launch policy: in-order (non-persistent grid) or persistent (static assignment) [default: in-order; with
     /// the sm90 main loop (codegen, run): persistent]
@@ -163,7 +163,7 @@ pub struct ShapeArgs {
     #[arg(long, requires = "tiles")]
     pub ideal: bool,
     /// With --ideal: tiles per head N (also the number of SMs)
-    #[arg(long, value_name = "N", requires = "ideal")]
+    #[arg(allow_negative_numbers = true, long, value_name = "N", requires = "ideal")]
     pub tiles: Option<u32>,
 
     #[command(flatten)]
@@ -174,23 +174,23 @@ pub struct ShapeArgs {
 #[derive(Debug, Clone, Args)]
 pub struct CostArgs {
     /// Compute cost of a full tile
-    #[arg(long, default_value_t = 1.0, value_name = "C")]
+    #[arg(allow_negative_numbers = true, long, default_value_t = 1.0, value_name = "C")]
     pub compute: f64,
     /// Compute cost of a partially masked tile (default: --compute)
-    #[arg(long, value_name = "C")]
+    #[arg(allow_negative_numbers = true, long, value_name = "C")]
     pub compute_partial: Option<f64>,
     /// Scale each tile's compute cost by its unmasked fraction
     #[arg(long)]
     pub scale_by_fraction: bool,
     /// Cost of one dQ reduction (add a partial into the accumulator)
-    #[arg(long, default_value_t = 0.25, value_name = "R")]
+    #[arg(allow_negative_numbers = true, long, default_value_t = 0.25, value_name = "R")]
     pub reduce: f64,
     /// Latency of a semaphore hand-off between consecutive ranks
-    #[arg(long, default_value_t = 0.0, value_name = "T")]
+    #[arg(allow_negative_numbers = true, long, default_value_t = 0.0, value_name = "T")]
     pub handoff: f64,
     /// Extra semaphore read paid by a task whose rank was released after its compute started (the kernel's
     /// early read missed)
-    #[arg(long, default_value_t = 0.0, value_name = "T")]
+    #[arg(allow_negative_numbers = true, long, default_value_t = 0.0, value_name = "T")]
     pub poll: f64,
     /// Model the generated kernel's K/V epilogues: a move to another KV tile costs --unit-finish + --unit-start,
     /// and the dQ release before it (or of a unit's last visit) waits for it (docs/calibration.md)
@@ -198,20 +198,20 @@ pub struct CostArgs {
     pub kernel_epilogues: bool,
     /// Model the sm90 main loop's dQ writers: N writers per SM add the partials (with their rank waits) beside
     /// the compute, one staging buffer each; 0 = the portable loop's add after each compute (docs/calibration.md)
-    #[arg(long, default_value_t = 0, value_name = "N")]
+    #[arg(allow_negative_numbers = true, long, default_value_t = 0, value_name = "N")]
     pub dq_writers: u32,
     /// With --dq-writers: stage each dQ partial with the next task of its KV tile, the KV tile's last one before
     /// its epilogue (the sm90 main loop's deferred dQ)
     #[arg(long, requires = "dq_writers")]
     pub dq_deferred: bool,
     /// Per-unit start overhead (load K, V)
-    #[arg(long, default_value_t = 0.0, value_name = "T")]
+    #[arg(allow_negative_numbers = true, long, default_value_t = 0.0, value_name = "T")]
     pub unit_start: f64,
     /// Per-unit finish overhead (store dK, dV)
-    #[arg(long, default_value_t = 0.0, value_name = "T")]
+    #[arg(allow_negative_numbers = true, long, default_value_t = 0.0, value_name = "T")]
     pub unit_finish: f64,
     /// Cost of one dK/dV reduction under GQA (default: --reduce)
-    #[arg(long, value_name = "R")]
+    #[arg(allow_negative_numbers = true, long, value_name = "R")]
     pub dkv_reduce: Option<f64>,
     /// Calibrated costs (µs) from `dashc calibrate` (docs/calibration.md); replace the flags above
     #[arg(long, value_name = "FILE", conflicts_with_all = ["compute", "compute_partial", "scale_by_fraction", "reduce", "handoff", "poll", "kernel_epilogues", "dq_writers", "dq_deferred", "unit_start", "unit_finish", "dkv_reduce"])]
@@ -270,10 +270,10 @@ pub struct GanttArgs {
     #[arg(long, value_name = "FILE", conflicts_with_all = GANTT_SHAPE_FLAGS)]
     pub timeline: Vec<PathBuf>,
     /// Image width in pixels
-    #[arg(long, default_value_t = 1600, value_name = "PX")]
+    #[arg(allow_negative_numbers = true, long, default_value_t = 1600, value_name = "PX")]
     pub width: u32,
     /// Image height in pixels; default: from the number of SMs and schedules
-    #[arg(long, value_name = "PX")]
+    #[arg(allow_negative_numbers = true, long, value_name = "PX")]
     pub height: Option<u32>,
 }
 
@@ -335,13 +335,13 @@ pub struct ConfigsArgs {
     #[arg(long, default_value = "all", value_name = "LIST")]
     pub schedules: String,
     /// Tokens per configuration: batch x seqlen
-    #[arg(long, default_value_t = 16384, value_name = "N")]
+    #[arg(allow_negative_numbers = true, long, default_value_t = 16384, value_name = "N")]
     pub tokens: u32,
     /// Hidden size: heads x head dim
-    #[arg(long, default_value_t = 2048, value_name = "N")]
+    #[arg(allow_negative_numbers = true, long, default_value_t = 2048, value_name = "N")]
     pub hidden: u32,
     /// Number of SMs (132 on H100/H200/H800)
-    #[arg(long, default_value_t = 132, value_name = "P")]
+    #[arg(allow_negative_numbers = true, long, default_value_t = 132, value_name = "P")]
     pub sms: u32,
     /// Launch policy: in-order (non-persistent grid) or persistent (static assignment) [default: in-order; `bench`
     /// with the sm90 main loop: persistent; `validate --from-raw`: the measurements' own]
@@ -411,7 +411,7 @@ pub struct CodegenArgs {
 #[derive(Debug, Clone, Args)]
 pub struct GpuArgs {
     /// Timed repetitions per kernel (the median is reported)
-    #[arg(long, default_value_t = 20, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(allow_negative_numbers = true, long, default_value_t = 20, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub reps: u32,
     /// Always check against the FP32 reference (default: only when seqlen <= 4096)
     #[arg(long, conflicts_with = "no_check")]
@@ -420,7 +420,7 @@ pub struct GpuArgs {
     #[arg(long)]
     pub no_check: bool,
     /// Seed of the random inputs
-    #[arg(long, default_value_t = 1, value_name = "N")]
+    #[arg(allow_negative_numbers = true, long, default_value_t = 1, value_name = "N")]
     pub seed: u64,
     /// Where generated programs are built (one folder per kernel configuration, reused when unchanged)
     #[arg(long, default_value = "target/dashc-run", value_name = "DIR")]
@@ -463,13 +463,13 @@ pub struct BenchArgs {
 #[derive(Debug, Clone, Args)]
 pub struct SearchBudgetArgs {
     /// Search: stop after S seconds (default: 10 for dashc search; --schedule search uses 400 iterations)
-    #[arg(long, value_name = "S", conflicts_with = "iterations")]
+    #[arg(allow_negative_numbers = true, long, value_name = "S", conflicts_with = "iterations")]
     pub budget_secs: Option<f64>,
     /// Search: stop after N candidate moves (the same result on any machine and thread count)
-    #[arg(long, value_name = "N")]
+    #[arg(allow_negative_numbers = true, long, value_name = "N")]
     pub iterations: Option<u64>,
     /// Search: seed of the move streams [default: 0]
-    #[arg(long, value_name = "N")]
+    #[arg(allow_negative_numbers = true, long, value_name = "N")]
     pub search_seed: Option<u64>,
 }
 
@@ -478,7 +478,7 @@ pub struct SearchArgs {
     #[command(flatten)]
     pub shape: ShapeArgs,
     /// Seed of the search (the same as --search-seed) [default: 0]
-    #[arg(long, value_name = "N", conflicts_with = "search_seed")]
+    #[arg(allow_negative_numbers = true, long, value_name = "N", conflicts_with = "search_seed")]
     pub seed: Option<u64>,
     /// Write the searched schedule to FILE as JSON (docs/schedule-file.md)
     #[arg(long, value_name = "FILE")]
@@ -511,13 +511,13 @@ pub struct CalibrateArgs {
     #[arg(long, default_value = "naive,descending,shift,symmetric-shift", value_name = "LIST")]
     pub schedules: String,
     /// Tokens per configuration: batch x seqlen
-    #[arg(long, default_value_t = 16384, value_name = "N")]
+    #[arg(allow_negative_numbers = true, long, default_value_t = 16384, value_name = "N")]
     pub tokens: u32,
     /// Hidden size: heads x head dim
-    #[arg(long, default_value_t = 2048, value_name = "N")]
+    #[arg(allow_negative_numbers = true, long, default_value_t = 2048, value_name = "N")]
     pub hidden: u32,
     /// Number of SMs (132 on H100/H200/H800)
-    #[arg(long, default_value_t = 132, value_name = "P")]
+    #[arg(allow_negative_numbers = true, long, default_value_t = 132, value_name = "P")]
     pub sms: u32,
     /// Output cost file
     #[arg(short, long, default_value = "costs.json", value_name = "FILE")]
@@ -544,6 +544,6 @@ pub struct ValidateArgs {
     #[arg(long, default_value = "docs/validation.md", value_name = "FILE")]
     pub doc: PathBuf,
     /// Sequence length of the Gantt pairs (head dim 128; full: shift, causal: descending)
-    #[arg(long, default_value_t = 512, value_name = "TOKENS")]
+    #[arg(allow_negative_numbers = true, long, default_value_t = 512, value_name = "TOKENS")]
     pub gantt_seqlen: u32,
 }

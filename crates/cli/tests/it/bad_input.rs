@@ -146,3 +146,10 @@ fn gpu_command_inputs_are_checked_before_any_probe() {
     fails_with(&["run", "--seqlen", "1024", "--schedule", "spt", "--trace", dir.to_str().unwrap()], 2, "cannot write");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn negative_numbers_are_values_not_flags() {
+    // "--seqlen -5" once read as an unknown flag '-5'; it is a value out of range.
+    fails_with(&["bounds", "--seqlen", "-5"], 2, "invalid value '-5' for '--seqlen <TOKENS>'");
+    fails_with(&["bounds", "--compute", "-1"], 2, "cost compute must be a finite number from 0 to 1e9 (got -1)");
+}
