@@ -601,6 +601,17 @@ __device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
     // (kv row, q column) of each S^T element, in the tile.
     Tensor cSt = thr_sdp.partition_C(make_identity_tensor(Shape<BN, BM>{}));
 
+    // At BLOCK_M = 64 the LSE of this thread's column pairs is read now, before the
+    // S^T/dP^T issue: read after it, the loads queued behind the wgmma operand
+    // fetches in the shared-memory pipe, and the first exp2 FFMAs waited for them
+    // (6.4% of the stall samples, run 66); read first, +1.6% to +1.9% (run 67).
+    constexpr int kPairs = Cfg::kPrefetchRowStats ? Cfg::BLOCK_M / 8 : 1;
+    float2 lse2[kPairs];
+    if constexpr (Cfg::kPrefetchRowStats) {
+      CUTE_UNROLL
+      for (int j = 0; j < kPairs; ++j) lse2[j] = *reinterpret_cast<const float2*>(lse + get<1>(cSt(4 * j)));
+    }
+
     // ---- S^T = K Q^T and dP^T = V dO^T, issued together ----
     Tensor acc_s = partition_fragment_C(mma_sdp, Shape<BN, BM>{});
     Tensor acc_dp = partition_fragment_C(mma_sdp, Shape<BN, BM>{});
@@ -635,18 +646,11 @@ __device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
     // The accumulator fragment is ((2 columns, 2 row halves, BLOCK_M / 8 column
     // blocks), 1, 1): element i sits in column pair i / 4. LSE * log2 e comes from
     // the preprocess (BwdParams::lse_log2), so each element is one FFMA and one
-    // exp2. At BLOCK_M = 64 the row statistics of this thread's column pairs are
-    // read before the wait, so that the shared memory latency hides behind the
-    // product instead of stalling the exp2s; at BLOCK_M = 128 (head dim 64) the 32
-    // registers that takes cost more than they save (3-6% slower, run 41): the
-    // values are read where they are used instead.
+    // exp2. At BLOCK_M = 64 the LSE of this thread's column pairs was read before
+    // the S^T/dP^T issue (above); at BLOCK_M = 128 (head dim 64) the 32 registers
+    // that takes cost more than they save (3-6% slower, run 41): the values are
+    // read where they are used instead.
     static_assert(decltype(size(acc_s))::value == Cfg::BLOCK_M / 2, "one 64-row accumulator per warpgroup");
-    constexpr int kPairs = Cfg::kPrefetchRowStats ? Cfg::BLOCK_M / 8 : 1;
-    float2 lse2[kPairs];
-    if constexpr (Cfg::kPrefetchRowStats) {
-      CUTE_UNROLL
-      for (int j = 0; j < kPairs; ++j) lse2[j] = *reinterpret_cast<const float2*>(lse + get<1>(cSt(4 * j)));
-    }
     const Visit tile = decode_visit(VisitEntry{read_field(ss.slot[s].kv_q), 0});
     warpgroup_wait<1>();
     warpgroup_fence_operand(acc_s);
