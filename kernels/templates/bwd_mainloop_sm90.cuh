@@ -604,7 +604,7 @@ __device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
     // At BLOCK_M = 64 the LSE of this thread's column pairs is read now, before the
     // S^T/dP^T issue: read after it, the loads queued behind the wgmma operand
     // fetches in the shared-memory pipe, and the first exp2 FFMAs waited for them
-    // (6.4% of the stall samples, run 66); read first, +1.6% to +1.9% (run 67).
+    // (6.4% of the stall samples, run 66); read first, +1.7% to +2.0% (run 67).
     constexpr int kPairs = Cfg::kPrefetchRowStats ? Cfg::BLOCK_M / 8 : 1;
     float2 lse2[kPairs];
     if constexpr (Cfg::kPrefetchRowStats) {
