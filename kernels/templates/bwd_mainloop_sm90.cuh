@@ -640,9 +640,11 @@ __device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
       warpgroup_commit_batch();
     }
 
-    // ---- P^T = exp2(S^T * scale * log2e - LSE * log2e), while dP^T runs ----
-    // Element masking only where the tile reaches past seqlen_k or crosses the
-    // causal diagonal; query columns past seqlen_q give P = 0 through their +inf LSE.
+    // ---- P^T = exp2(S^T * scale * log2e - LSE * log2e), in place, in FP32 ----
+    // Masked elements of S^T (only where the tile reaches past seqlen_k or crosses
+    // the causal diagonal) become -inf first, so that one exp2 loop serves every
+    // tile: exp2(-inf - LSE) is 0 for every finite LSE and for the +inf LSE of
+    // query columns past seqlen_q or with no key (the preprocess's convention).
     // The accumulator fragment is ((2 columns, 2 row halves, BLOCK_M / 8 column
     // blocks), 1, 1): element i sits in column pair i / 4. LSE * log2 e comes from
     // the preprocess (BwdParams::lse_log2), so each element is one FFMA and one
@@ -650,55 +652,43 @@ __device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
     // the S^T/dP^T issue (above); at BLOCK_M = 128 (head dim 64) the 32 registers
     // that takes cost more than they save (3-6% slower, run 41): the values are
     // read where they are used instead.
+    // P^T stays in FP32 until dS^T = P^T o (dP^T - D) is computed, and both are
+    // converted to bf16 there, as FA2-FA4 do: converted right after the exp2 and
+    // unpacked again for dS (one more instruction per element), the main kernel
+    // was 0-3.6% slower (runs 70-71). ptxas then issues most of the exp2s after the
+    // wait for dP^T rather than under it, and the kernel is faster all the same.
     static_assert(decltype(size(acc_s))::value == Cfg::BLOCK_M / 2, "one 64-row accumulator per warpgroup");
     const Visit tile = decode_visit(VisitEntry{read_field(ss.slot[s].kv_q), 0});
     warpgroup_wait<1>();
     warpgroup_fence_operand(acc_s);
-    // P^T in bf16, written a pair of neighbouring columns at a time (one
-    // conversion into one 32-bit register, the unit of the wgmma A fragment):
-    // converted one value at a time, the pairs were packed right before each dV
-    // wgmma, and ptxas fenced every one of them separately.
-    Tensor p_bf16 = make_tensor_like<Element>(acc_s);
-    __nv_bfloat162* p_pairs = reinterpret_cast<__nv_bfloat162*>(raw_pointer_cast(p_bf16.data()));
     {
       const int row_first = tile.q * Cfg::BLOCK_M;
       const int col_first = tile.kv * Cfg::BLOCK_N;
       bool need_mask = col_first + Cfg::BLOCK_N > p.seqlen_k;
       if constexpr (Cfg::IS_CAUSAL) need_mask |= col_first + Cfg::BLOCK_N - 1 > row_first + causal_offset;
-      // Elements i and i + 1 (i even) are neighbouring columns: one 8-byte read
-      // of their LSE where it was not read ahead.
-      auto lse_pair = [&](int i) {
-        if constexpr (Cfg::kPrefetchRowStats) {
-          return lse2[i / 4];
-        } else {
-          return *reinterpret_cast<const float2*>(lse + get<1>(cSt(i)));
-        }
-      };
-      auto exp_elem = [&](int i, float lse_log2) {
-        return fast_exp2(fmaf(acc_s(i), p.softmax_scale_log2, -lse_log2));
-      };
-      // Two loops rather than one with a per-element test: the masked one holds
-      // more registers, and most tiles need none.
       if (need_mask) {
         const int kv_limit = p.seqlen_k - col_first;            // KV rows at or past it are masked
         const int diag = row_first + causal_offset - col_first;  // causal: kv - q > diag is masked
-        auto p_masked = [&](int i, float lse_log2) {
+        CUTE_UNROLL
+        for (int i = 0; i < size(acc_s); ++i) {
           const int kv = get<0>(cSt(i));
           bool masked = kv >= kv_limit;
           if constexpr (Cfg::IS_CAUSAL) masked |= kv - get<1>(cSt(i)) > diag;
-          return masked ? 0.f : exp_elem(i, lse_log2);
-        };
-        CUTE_UNROLL
-        for (int i = 0; i < size(acc_s); i += 2) {
-          const float2 l = lse_pair(i);
-          p_pairs[i / 2] = __floats2bfloat162_rn(p_masked(i, l.x), p_masked(i + 1, l.y));
+          if (masked) acc_s(i) = -INFINITY;
         }
-      } else {
-        CUTE_UNROLL
-        for (int i = 0; i < size(acc_s); i += 2) {
-          const float2 l = lse_pair(i);
-          p_pairs[i / 2] = __floats2bfloat162_rn(exp_elem(i, l.x), exp_elem(i + 1, l.y));
+      }
+      // Elements i and i + 1 (i even) are neighbouring columns: one 8-byte read
+      // of their LSE where it was not read ahead.
+      CUTE_UNROLL
+      for (int i = 0; i < size(acc_s); i += 2) {
+        float2 l;
+        if constexpr (Cfg::kPrefetchRowStats) {
+          l = lse2[i / 4];
+        } else {
+          l = *reinterpret_cast<const float2*>(lse + get<1>(cSt(i)));
         }
+        acc_s(i) = fast_exp2(fmaf(acc_s(i), p.softmax_scale_log2, -l.x));
+        acc_s(i + 1) = fast_exp2(fmaf(acc_s(i + 1), p.softmax_scale_log2, -l.y));
       }
     }
 
@@ -710,6 +700,12 @@ __device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
     }
     warpgroup_wait<0>();
     warpgroup_fence_operand(acc_dp);
+    // P^T and dS^T in bf16, written a pair of neighbouring columns at a time (one
+    // conversion into one 32-bit register, the unit of the wgmma A fragment):
+    // converted one value at a time, the pairs were packed right before each dV
+    // wgmma, and ptxas fenced every one of them separately.
+    Tensor p_bf16 = make_tensor_like<Element>(acc_s);
+    __nv_bfloat162* p_pairs = reinterpret_cast<__nv_bfloat162*>(raw_pointer_cast(p_bf16.data()));
     Tensor ds_bf16 = make_tensor_like<Element>(acc_dp);
     __nv_bfloat162* ds_pairs = reinterpret_cast<__nv_bfloat162*>(raw_pointer_cast(ds_bf16.data()));
     CUTE_UNROLL
@@ -720,8 +716,8 @@ __device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
       } else {
         d = *reinterpret_cast<const float2*>(dsum + get<1>(cSt(i)));
       }
-      const float2 pf = __bfloat1622float2(p_pairs[i / 2]);
-      ds_pairs[i / 2] = __floats2bfloat162_rn(pf.x * (acc_dp(i) - d.x), pf.y * (acc_dp(i + 1) - d.y));
+      ds_pairs[i / 2] = __floats2bfloat162_rn(acc_s(i) * (acc_dp(i) - d.x), acc_s(i + 1) * (acc_dp(i + 1) - d.y));
+      p_pairs[i / 2] = __floats2bfloat162_rn(acc_s(i), acc_s(i + 1));
     }
     // The other warpgroup's dQ product of visit count - 2 has read this buffer.
     // (The arrivals for a CTA's last two visits are never synced: no later code
