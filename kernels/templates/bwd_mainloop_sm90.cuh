@@ -600,6 +600,15 @@ __device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
     auto ops_dkv = mma_dkv.get_thread_slice(warpgroup_tid);
     // (kv row, q column) of each S^T element, in the tile.
     Tensor cSt = thr_sdp.partition_C(make_identity_tensor(Shape<BN, BM>{}));
+    // The LSE or D of elements i and i + 1 (i even), neighbouring columns: the
+    // pair read ahead into registers, or one 8-byte shared-memory read.
+    auto stat_pair = [&](const auto& ahead, const float* stats, int i) {
+      if constexpr (Cfg::kPrefetchRowStats) {
+        return ahead[i / 4];
+      } else {
+        return *reinterpret_cast<const float2*>(stats + get<1>(cSt(i)));
+      }
+    };
 
     // At BLOCK_M = 64 the LSE of this thread's column pairs is read now, before the
     // S^T/dP^T issue: read after it, the loads queued behind the wgmma operand
@@ -655,8 +664,9 @@ __device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
     // P^T stays in FP32 until dS^T = P^T o (dP^T - D) is computed, and both are
     // converted to bf16 there, as FA2-FA4 do: converted right after the exp2 and
     // unpacked again for dS (one more instruction per element), the main kernel
-    // was 0-3.6% slower (runs 70-71). ptxas then issues most of the exp2s after the
-    // wait for dP^T rather than under it, and the kernel is faster all the same.
+    // was up to 3.9% slower per round (once 0.7% faster, hd128 causal; runs
+    // 70-71). ptxas then issues most of the exp2s after the wait for dP^T rather
+    // than under it, and the kernel is faster all the same.
     static_assert(decltype(size(acc_s))::value == Cfg::BLOCK_M / 2, "one 64-row accumulator per warpgroup");
     const Visit tile = decode_visit(VisitEntry{read_field(ss.slot[s].kv_q), 0});
     warpgroup_wait<1>();
@@ -677,16 +687,9 @@ __device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
           if (masked) acc_s(i) = -INFINITY;
         }
       }
-      // Elements i and i + 1 (i even) are neighbouring columns: one 8-byte read
-      // of their LSE where it was not read ahead.
       CUTE_UNROLL
       for (int i = 0; i < size(acc_s); i += 2) {
-        float2 l;
-        if constexpr (Cfg::kPrefetchRowStats) {
-          l = lse2[i / 4];
-        } else {
-          l = *reinterpret_cast<const float2*>(lse + get<1>(cSt(i)));
-        }
+        const float2 l = stat_pair(lse2, lse, i);
         acc_s(i) = fast_exp2(fmaf(acc_s(i), p.softmax_scale_log2, -l.x));
         acc_s(i + 1) = fast_exp2(fmaf(acc_s(i + 1), p.softmax_scale_log2, -l.y));
       }
@@ -710,12 +713,7 @@ __device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
     __nv_bfloat162* ds_pairs = reinterpret_cast<__nv_bfloat162*>(raw_pointer_cast(ds_bf16.data()));
     CUTE_UNROLL
     for (int i = 0; i < size(acc_dp); i += 2) {
-      float2 d;
-      if constexpr (Cfg::kPrefetchRowStats) {
-        d = dsum2[i / 4];
-      } else {
-        d = *reinterpret_cast<const float2*>(dsum + get<1>(cSt(i)));
-      }
+      const float2 d = stat_pair(dsum2, dsum, i);
       ds_pairs[i / 2] = __floats2bfloat162_rn(acc_s(i) * (acc_dp(i) - d.x), acc_s(i + 1) * (acc_dp(i + 1) - d.y));
       p_pairs[i / 2] = __floats2bfloat162_rn(acc_s(i), acc_s(i + 1));
     }
