@@ -216,11 +216,24 @@ impl Samples {
         for (u, t) in su.iter().zip(units) {
             if decoupled {
                 // The compute side's cadence: task i's compute takes it from its own start to the next task's,
-                // unless staging i waited for its buffer (released with task i - k), which is excluded. The unit's
-                // last task has no next start: its compute end is left to `unit_finish`.
+                // unless a staging in that span may have waited for its buffer, which is excluded. Partials are
+                // staged in task order, so task j's buffer last held task j - k, and staging j waited only if
+                // task j - k was released after compute i had started. Staged in that span: task i (after its
+                // compute), or under deferral task i - 1 (during compute i, when of the same KV tile) and, at a
+                // KV tile's last visit, task i too. Checking task i - k under deferral, as without it, would
+                // drop nearly every steady-state visit (its partial is still being added when compute i
+                // starts) and leave the fit the units' second visits alone. The unit's last task has no next
+                // start: its compute end is left to `unit_finish`.
+                let waited = |j: usize, i: usize| j >= k && t.tasks[j - k].reduce_end > t.tasks[i].compute_start;
                 for i in 0..t.tasks.len().saturating_sub(1) {
                     let (v, next) = (u.visits[i], u.visits[i + 1]);
-                    if i >= k && t.tasks[i - k].reduce_end > t.tasks[i].compute_start {
+                    let staged_during = i > 0 && u.visits[i - 1].kv == v.kv;
+                    let may_have_waited = if self.dq_deferred {
+                        (staged_during && waited(i - 1, i)) || (next.kv != v.kv && waited(i, i))
+                    } else {
+                        waited(i, i)
+                    };
+                    if may_have_waited {
                         continue;
                     }
                     let c = t.tasks[i + 1].compute_start - t.tasks[i].compute_start;
@@ -543,7 +556,7 @@ mod tests {
     /// The samples of simulated traces of the schedules every fitting test uses: waits (naive, descending on a
     /// causal mask), no waits, and units of two KV tiles (symmetric-shift: epilogues inside a unit).
     fn samples_of_simulated_runs(costs: &CostModel, dq_writers: u32) -> Samples {
-        let mut samples = Samples { dq_writers, ..Samples::default() };
+        let mut samples = Samples { dq_writers, dq_deferred: costs.dq_deferred, ..Samples::default() };
         for (kind, mask) in [
             (ScheduleKind::Naive, Mask::Causal),
             (ScheduleKind::Descending, Mask::Causal),
@@ -605,6 +618,28 @@ mod tests {
         assert!(a.total_wait() > 0.0, "the compute side never waited: the test would not exercise the exclusion");
         let b = crate::simulate(&s, &got, false).unwrap().makespan;
         assert!(close(a.makespan, b));
+    }
+
+    #[test]
+    fn simulated_traces_of_deferred_dq_give_back_their_costs() {
+        // The sm90 main loop as it is: each partial is staged during the next compute of its KV tile. The add
+        // (3) outlasts the gap between its staging and the start of the compute after next, so the partial of
+        // task i - k is still being added when compute i starts in every steady-state visit; only task i - 1 - k's
+        // release decides whether compute i waited.
+        let costs = CostModel { dq_writers: 2, dq_deferred: true, poll: 0.0, reduce: 3.0, ..truth() };
+        let samples = samples_of_simulated_runs(&costs, 2);
+        let got = samples.fit().unwrap().costs;
+        assert!(got.dq_deferred);
+        assert!(close(got.compute, 5.0), "{got:?}");
+        assert!(close(got.compute_partial.unwrap(), 5.5), "{got:?}");
+        assert!(close(got.unit_start, 1.5), "{got:?}");
+        assert!(close(got.unit_finish, 0.8), "{got:?}");
+        // The steady state is sampled, not only each KV tile's second visit.
+        let s = schedule(ScheduleKind::Naive, Mask::Full, &costs);
+        let mut full = Samples { dq_writers: 2, dq_deferred: true, ..Samples::default() };
+        full.add_run(&s, &simulated_stamps(&s, &costs).unwrap()).unwrap();
+        let second_visits = s.units().iter().map(|u| u.kv_runs().count()).sum::<usize>();
+        assert!(full.compute_full.len() > 4 * second_visits, "{} samples", full.compute_full.len());
     }
 
     #[test]
