@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Issue 5 GPU run: calibrate, validate, and one traced run (trace overhead + measured timeline).
 # Usage on the device machine: bash bench/scripts/validate-run.sh  (writes under $OUT), with target/dashc-dev and
-# target/cutlass-wheel carried. ARCH picks the main loop: sm90 (default) or sm80.
+# target/cutlass-wheel carried. ARCH picks the main loop: sm90 (default) or sm80. KEEP_TRACES=DIR keeps the
+# calibration traces (docs/trace-format.md) in DIR.
 set -uo pipefail
 export PATH=/usr/local/cuda/bin:$PATH
 D=target/dashc-dev
@@ -9,7 +10,7 @@ A="--arch ${ARCH:-sm90}"
 [ "${ARCH:-sm90}" = sm90 ] && WHEEL=$(ls target/cutlass-wheel/nvidia_cutlass-*.whl) kernels/fetch-cutlass.sh > /dev/null
 mkdir -p /tmp/vdoc
 nvidia-smi --query-gpu=name,compute_cap,driver_version,clocks.max.sm --format=csv,noheader
-$D calibrate $A --reps 5 -o $OUT/costs.json 2>&1 | tee $OUT/calibrate.log
+$D calibrate $A --reps 5 ${KEEP_TRACES:+--keep-traces $KEEP_TRACES} -o $OUT/costs.json 2>&1 | tee $OUT/calibrate.log
 [ -f $OUT/costs.json ] || exit 1
 $D validate $A --costs $OUT/costs.json --no-check --reps 10 --raw $OUT/validate-raw.json --doc /tmp/vdoc/validation.md 2>&1 | tee $OUT/validate.log
 $D run $A --seqlen 1024 --batch 16 --heads 16 --head-dim 128 --mask causal --schedule descending --no-check --reps 20 \
