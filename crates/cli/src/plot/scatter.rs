@@ -44,6 +44,8 @@ impl Figure for Scatter {
             .configure_mesh()
             .x_desc("measured main-kernel time (µs)")
             .y_desc("predicted makespan (µs)")
+            .x_label_formatter(&decade_label)
+            .y_label_formatter(&decade_label)
             .label_style(font(14.0))
             .axis_desc_style(font(15.0))
             .draw()
@@ -102,5 +104,31 @@ impl Figure for Scatter {
             .draw()
             .map_err(drawing)?;
         Ok(())
+    }
+}
+
+/// A log axis's tick label: 1 to 5 times a power of ten only. Plotters ticks every multiple of the decade, and
+/// near the decade's top (6000, 7000, 8000, ...) those labels run into each other.
+fn decade_label(v: &f64) -> String {
+    if !v.is_finite() || *v <= 0.0 {
+        return String::new();
+    }
+    let mantissa = v / 10f64.powf(v.log10().floor());
+    if [1.0, 2.0, 3.0, 4.0, 5.0].iter().any(|m| (mantissa - m).abs() < 1e-6 * m) {
+        if *v >= 10.0 { format!("{v:.0}") } else { format!("{v}") }
+    } else {
+        String::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::decade_label;
+
+    #[test]
+    fn only_one_to_five_per_decade_are_labelled() {
+        let labels: Vec<String> =
+            [1000.0, 2000.0, 3000.0, 5000.0, 7000.0, 10000.0, 0.5, 0.3].iter().map(decade_label).collect();
+        assert_eq!(labels, ["1000", "2000", "3000", "5000", "", "10000", "0.5", "0.3"]);
     }
 }
