@@ -9,7 +9,7 @@ D=target/dashc-dev
 A="--arch ${ARCH:-sm90}"
 [ "${ARCH:-sm90}" = sm90 ] && WHEEL=$(ls target/cutlass-wheel/nvidia_cutlass-*.whl) kernels/fetch-cutlass.sh > /dev/null
 mkdir -p /tmp/vdoc
-nvidia-smi --query-gpu=name,compute_cap,driver_version,clocks.max.sm --format=csv,noheader
+nvidia-smi --query-gpu=name,uuid,compute_cap,driver_version,clocks.max.sm --format=csv,noheader
 $D calibrate $A --reps 5 ${KEEP_TRACES:+--keep-traces $KEEP_TRACES} -o $OUT/costs.json 2>&1 | tee $OUT/calibrate.log
 [ -f $OUT/costs.json ] || exit 1
 $D validate $A --costs $OUT/costs.json --no-check --reps 10 --raw $OUT/validate-raw.json --doc /tmp/vdoc/validation.md 2>&1 | tee $OUT/validate.log
