@@ -522,9 +522,13 @@ pub struct CalibrateArgs {
     /// Output cost file
     #[arg(short, long, default_value = "costs.json", value_name = "FILE")]
     pub out: PathBuf,
-    /// Keep the raw traces (docs/trace-format.md) in DIR
+    /// Keep the raw traces (docs/trace-format.md) in DIR, with the GPU's name in DIR/device.txt
     #[arg(long, value_name = "DIR")]
     pub keep_traces: Option<PathBuf>,
+    /// Do not run the GPU: fit the traces that an earlier --keep-traces DIR kept (the same configuration flags;
+    /// needs --arch, the main loop that wrote them)
+    #[arg(long, value_name = "DIR", conflicts_with = "keep_traces")]
+    pub from_traces: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -41,7 +41,22 @@ pub fn provenance() -> (String, String, String) {
 /// The commit this binary was built from ("unknown" when built outside a git checkout).
 pub const BUILD_COMMIT: &str = env!("DASHC_BUILD_COMMIT");
 
-pub fn run(args: CalibrateArgs) -> Result<()> {
+/// Where the traces come from: the GPU (built and run now), or the files an earlier `--keep-traces DIR` kept.
+enum Source {
+    Gpu { nvcc: PathBuf, device: crate::gpu::Device, target: Target },
+    Kept { dir: PathBuf, gpu_name: String },
+}
+
+/// The file name a traced (configuration, schedule) is kept under in `--keep-traces DIR`.
+fn trace_file_name(c: &crate::sweep::Config, schedule: &schedulers::Schedule) -> String {
+    format!("trace-hd{}-{}-s{}-{}.txt", c.head_dim, mask_name(c.mask), c.seqlen, schedule.name())
+}
+
+/// The GPU's name in a trace folder, written by `--keep-traces` (a fitted costs file names its GPU).
+const DEVICE_FILE: &str = "device.txt";
+
+/// Every (configuration, schedule) to trace, with its schedule built now so that bad names fail before the GPU.
+fn jobs(args: &CalibrateArgs) -> Result<Vec<(crate::sweep::Config, schedulers::Schedule)>> {
     let base = ShapeOnly::try_parse_from(["dashc"]).context("default shape flags")?.shape;
     let configs_args = ConfigsArgs {
         seqlens: args.seqlens.clone(),
@@ -55,15 +70,6 @@ pub fn run(args: CalibrateArgs) -> Result<()> {
         costs: base.costs,
     };
     let plan = Plan::from_args(&configs_args)?;
-    crate::output::check_writable(&args.out)?;
-    if let Some(dir) = &args.keep_traces {
-        std::fs::create_dir_all(dir).map_err(|e| bad_input(format!("cannot create {}: {e}", dir.display())))?;
-    }
-    let nvcc = find_nvcc()?;
-    let device = probe_device()?;
-    let target = Target::for_device(args.gpu.arch, &device)?;
-
-    // Every (configuration, schedule) to trace, with its schedule built now so bad names fail before the GPU.
     let mut jobs = Vec::new();
     for c in &plan.configs {
         let setup = plan.setup(c)?;
@@ -79,15 +85,61 @@ pub fn run(args: CalibrateArgs) -> Result<()> {
     if jobs.is_empty() {
         return Err(bad_input("no schedule applies to the configurations given"));
     }
-    let mut configs = Vec::new();
-    for (_, s) in &jobs {
-        let k = trace_config(s, &target)?;
-        if !configs.contains(&k) {
-            configs.push(k);
-        }
+    Ok(jobs)
+}
+
+pub fn run(args: CalibrateArgs) -> Result<()> {
+    let jobs = jobs(&args)?;
+    crate::output::check_writable(&args.out)?;
+    if let Some(dir) = &args.keep_traces {
+        std::fs::create_dir_all(dir).map_err(|e| bad_input(format!("cannot create {}: {e}", dir.display())))?;
     }
-    eprintln!("calibrate: building {} trace variants", configs.len());
-    prebuild(&nvcc, &args.gpu.work_dir, &configs, &target.env)?;
+    let (source, main_loop) = match &args.from_traces {
+        Some(dir) => {
+            let arch = args.gpu.arch.ok_or_else(|| {
+                bad_input("--from-traces needs --arch: the main loop whose trace build wrote the traces (sm80 or sm90)")
+            })?;
+            if !dir.is_dir() {
+                return Err(bad_input(format!("--from-traces: {} is not a folder", dir.display())));
+            }
+            let missing: Vec<String> =
+                jobs.iter().map(|(c, s)| trace_file_name(c, s)).filter(|f| !dir.join(f).is_file()).collect();
+            if let Some(first) = missing.first() {
+                return Err(bad_input(format!(
+                    "--from-traces: {} of the {} traces these flags call for are not in {} (first: {first}); \
+                     give the configuration flags of the --keep-traces run",
+                    missing.len(),
+                    jobs.len(),
+                    dir.display()
+                )));
+            }
+            let gpu_name = std::fs::read_to_string(dir.join(DEVICE_FILE))
+                .ok()
+                .and_then(|t| t.lines().next().map(|l| l.trim().to_string()))
+                .filter(|l| !l.is_empty())
+                .unwrap_or_else(|| format!("unknown GPU (traces in {})", dir.display()));
+            (Source::Kept { dir: dir.clone(), gpu_name }, arch.main_loop())
+        }
+        None => {
+            let nvcc = find_nvcc()?;
+            let device = probe_device()?;
+            let target = Target::for_device(args.gpu.arch, &device)?;
+            let mut configs = Vec::new();
+            for (_, s) in &jobs {
+                let k = trace_config(s, &target)?;
+                if !configs.contains(&k) {
+                    configs.push(k);
+                }
+            }
+            eprintln!("calibrate: building {} trace variants", configs.len());
+            prebuild(&nvcc, &args.gpu.work_dir, &configs, &target.env)?;
+            if let Some(dir) = &args.keep_traces {
+                std::fs::write(dir.join(DEVICE_FILE), format!("{}\n", device.name))?;
+            }
+            let main_loop = target.main_loop;
+            (Source::Gpu { nvcc, device, target }, main_loop)
+        }
+    };
 
     let mut groups: BTreeMap<(u32, u32, u32), (Samples, Vec<CalibrationRun>)> = BTreeMap::new();
     for (c, schedule) in &jobs {
@@ -95,33 +147,43 @@ pub fn run(args: CalibrateArgs) -> Result<()> {
         let label =
             format!("{} mask, head dim {}, seqlen {}, {}", mask_name(c.mask), c.head_dim, c.seqlen, schedule.name());
         eprintln!("calibrate: {label}");
-        let raw: PathBuf = match &args.keep_traces {
-            Some(dir) => {
-                dir.join(format!("trace-hd{}-{}-s{}-{}.txt", c.head_dim, mask_name(c.mask), c.seqlen, schedule.name()))
+        let (trace, traced_main_ms) = match &source {
+            Source::Gpu { nvcc, target, .. } => {
+                let raw: PathBuf = match &args.keep_traces {
+                    Some(dir) => dir.join(trace_file_name(c, schedule)),
+                    None => args.gpu.work_dir.join("calibrate-trace.txt"),
+                };
+                let run = run_traced(schedule, &args.gpu, target, nvcc, &raw, args.keep_traces.is_some())
+                    .with_context(|| label.clone())?;
+                (run.trace, run.result.time_ms.main_median)
             }
-            None => args.gpu.work_dir.join("calibrate-trace.txt"),
+            Source::Kept { dir, .. } => {
+                let path = dir.join(trace_file_name(c, schedule));
+                let trace = crate::trace::load(&path)?;
+                trace.check_matches(schedule, &path.display().to_string())?;
+                // The harness's time of the trace build is not in the trace: the report's overhead table skips it.
+                (trace, None)
+            }
         };
-        let run = run_traced(schedule, &args.gpu, &target, &nvcc, &raw, args.keep_traces.is_some())
-            .with_context(|| label.clone())?;
         let group = groups.entry((p.head_dim(), p.block_m(), p.block_n())).or_insert_with(|| {
             (
                 Samples {
-                    dq_writers: target.main_loop.dq_writers(),
-                    dq_deferred: target.main_loop.dq_deferred(),
+                    dq_writers: main_loop.dq_writers(),
+                    dq_deferred: main_loop.dq_deferred(),
                     ..Samples::default()
                 },
                 Vec::new(),
             )
         });
-        group.0.add_run(schedule, &run.trace.units).map_err(|e| bad_input(format!("{label}: {e}")))?;
+        group.0.add_run(schedule, &trace.units).map_err(|e| bad_input(format!("{label}: {e}")))?;
         group.1.push(CalibrationRun {
             mask: mask_name(c.mask).to_string(),
             batch: c.batch,
             heads: c.heads,
             seqlen: c.seqlen,
             schedule: schedule.name().to_string(),
-            traced_main_ms: run.result.time_ms.main_median,
-            trace_makespan_us: run.trace.makespan(),
+            traced_main_ms,
+            trace_makespan_us: trace.makespan(),
         });
     }
     let mut entries = Vec::new();
@@ -138,7 +200,11 @@ pub fn run(args: CalibrateArgs) -> Result<()> {
         });
     }
     let (tool, date, commit) = provenance();
-    let file = CostsFile::new(&device.name, format!("{tool}, {date}, commit {commit}"), entries);
+    let (gpu_name, from) = match &source {
+        Source::Gpu { device, .. } => (device.name.clone(), String::new()),
+        Source::Kept { dir, gpu_name } => (gpu_name.clone(), format!(", from the traces in {}", dir.display())),
+    };
+    let file = CostsFile::new(&gpu_name, format!("{tool}, {date}, commit {commit}{from}"), entries);
     file.save(&args.out)?;
     println!("{}", summary(&file));
     eprintln!("costs written to {}", args.out.display());
@@ -182,4 +248,90 @@ pub fn summary(file: &CostsFile) -> String {
         schedulers::calibrate::TRIM * 100.0,
         table(&["kernel", "phase", "trimmed mean", "median", "p10 .. p90", "samples"], &rows)
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+    use schedulers::CostModel;
+    use schedulers::calibrate::simulated_stamps;
+
+    use super::*;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: CalibrateArgs,
+    }
+
+    fn args(dir: &std::path::Path, out: &std::path::Path) -> CalibrateArgs {
+        let argv = [
+            "dashc",
+            "--seqlens",
+            "1024",
+            "--head-dims",
+            "128",
+            "--tokens",
+            "2048",
+            "--hidden",
+            "384",
+            "--sms",
+            "10",
+            "--arch",
+            "sm90",
+            "--from-traces",
+            dir.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+        ];
+        Cli::try_parse_from(argv).unwrap().args
+    }
+
+    #[test]
+    fn kept_traces_are_fitted_without_a_gpu() {
+        // Traces as the sm90 loop's trace build would write them if the model were exact: the fit from the kept
+        // files gives back the costs that made them, and names the GPU that device.txt names.
+        let truth = CostModel {
+            compute: 5.0,
+            compute_partial: Some(5.5),
+            scale_by_fraction: false,
+            reduce: 3.0,
+            handoff: 0.4,
+            poll: 0.0,
+            kernel_epilogues: true,
+            dq_writers: 2,
+            dq_deferred: true,
+            unit_start: 1.5,
+            unit_finish: 0.8,
+            dkv_reduce: 3.0,
+        };
+        let dir = std::env::temp_dir().join(format!("dashc-kept-traces-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let out = dir.join("costs.json");
+        let args = args(&dir, &out);
+        let jobs = jobs(&args).unwrap();
+        assert!(jobs.len() >= 6, "both masks, three schedules each");
+        for (c, schedule) in &jobs {
+            let stamps = simulated_stamps(schedule, &truth).unwrap();
+            std::fs::write(dir.join(trace_file_name(c, schedule)), crate::trace::to_text(schedule, &stamps)).unwrap();
+        }
+        std::fs::write(dir.join(DEVICE_FILE), "NVIDIA H100 80GB HBM3\n").unwrap();
+        run(args).unwrap();
+        let file = CostsFile::load(&out).unwrap();
+        assert_eq!(file.gpu, "NVIDIA H100 80GB HBM3");
+        let got = &file.entries[0].costs;
+        assert!(got.dq_writers == 2 && got.dq_deferred, "{got:?}");
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-6;
+        assert!(close(got.compute, 5.0) && close(got.compute_partial.unwrap(), 5.5), "{got:?}");
+        assert!(close(got.reduce, 3.0) && close(got.unit_finish, 0.8), "{got:?}");
+        assert!(file.entries[0].calibrated_on.iter().all(|r| r.traced_main_ms.is_none()));
+
+        // A missing trace is a clean error naming the file, before any is read.
+        let first = trace_file_name(&jobs[0].0, &jobs[0].1);
+        std::fs::remove_file(dir.join(&first)).unwrap();
+        let err = run(super::tests::args(&dir, &out)).unwrap_err();
+        assert!(err.to_string().contains(&format!("1 of the {} traces", jobs.len())), "{err}");
+        assert!(err.to_string().contains(&first), "{err}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

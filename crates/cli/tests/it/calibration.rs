@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use crate::common::{costs_fixture as fixture, dashc, fails_with, stdout};
+use crate::common::{costs_fixture as fixture, dashc, fails_with, stderr, stdout};
 
 fn temp_dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("dashc-it-{name}-{}", std::process::id()));
@@ -36,6 +36,35 @@ fn costs_files_for_other_builds_or_malformed_are_refused() {
     let bad = dir.join("costs.json");
     std::fs::write(&bad, "{\"format\": \"dashc-timeline\"}").unwrap();
     fails_with(&["bounds", "--costs", bad.to_str().unwrap()], 2, "invalid costs file");
+}
+
+#[test]
+fn calibrating_from_kept_traces_refuses_what_it_cannot_fit() {
+    let dir = temp_dir("kept");
+    let d = dir.to_str().unwrap();
+    fails_with(&["calibrate", "--from-traces", d], 2, "--from-traces needs --arch");
+    fails_with(&["calibrate", "--from-traces", "/nonexistent/traces", "--arch", "sm90"], 2, "is not a folder");
+    fails_with(&["calibrate", "--from-traces", d, "--keep-traces", d], 2, "cannot be used with");
+    let out = dir.join("costs.json");
+    let one = ["--seqlens", "1024", "--head-dims", "64", "--masks", "full", "--schedules", "naive"];
+    let args = |extra: &[&str]| -> Vec<String> {
+        ["calibrate", "--from-traces", d, "--arch", "sm90", "-o", out.to_str().unwrap()]
+            .iter()
+            .chain(extra)
+            .map(|s| s.to_string())
+            .collect()
+    };
+    let run = |extra: &[&str]| dashc(&args(extra).iter().map(String::as_str).collect::<Vec<_>>());
+    let missing = run(&one);
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(
+        stderr(&missing).contains("1 of the 1 traces") && stderr(&missing).contains("trace-hd64-full-s1024-naive.txt")
+    );
+    std::fs::write(dir.join("trace-hd64-full-s1024-naive.txt"), "dashc-trace 1\nname shift\n").unwrap();
+    let broken = run(&one);
+    assert_eq!(broken.status.code(), Some(2));
+    assert!(stderr(&broken).contains("invalid trace"), "{}", stderr(&broken));
+    assert!(!out.exists(), "no costs file from traces that were refused");
 }
 
 #[test]
