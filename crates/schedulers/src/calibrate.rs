@@ -205,10 +205,15 @@ impl Samples {
             if !decoupled {
                 self.unit_finish.push(t.end - t.tasks[last].reduce_end);
             } else if let Some(compute_end) = t.compute_end
-                && (last < k || t.tasks[last - k].reduce_end <= t.tasks[last].compute_start)
+                && !(last >= k && t.tasks[last - k].reduce_end > t.tasks[last].compute_start)
+                && !(self.dq_deferred
+                    && last > k
+                    && schedule.units()[ui].visits[last - 1].kv == schedule.units()[ui].visits[last].kv
+                    && t.tasks[last - 1 - k].reduce_end > t.tasks[last].compute_start)
             {
                 // From the last compute start to the compute side's end is that task's compute plus the dK/dV
-                // epilogue, where the last staging did not wait for its buffer.
+                // epilogue, where no staging in that span can have waited for its buffer: the last task's, and
+                // under deferral the one before it, staged during the last compute (see the cadence below).
                 let v = schedule.units()[ui].visits[last];
                 self.last_compute_to_end.push((compute_end - t.tasks[last].compute_start, v.fraction() < 1.0));
             }
@@ -477,12 +482,20 @@ pub fn simulated_stamps(schedule: &Schedule, costs: &CostModel) -> Result<Vec<Un
         let u = seg.unit as usize;
         match seg.kind {
             crate::SegmentKind::Compute => {
-                let t = &mut out[u].tasks[next_task[u]];
+                let i = next_task[u];
+                let t = &mut out[u].tasks[i];
                 t.compute_start = seg.start;
                 t.arrival = seg.end;
                 // Until a reduce says otherwise, the task has not waited.
                 t.reduce_start = seg.end;
                 next_task[u] += 1;
+                // Deferred dQ: the previous task of this KV tile is staged now, at this compute's end (or later,
+                // after a wait), and its writer's arrival stamp says so.
+                if costs.dq_deferred && i > 0 && units[u].visits[i - 1].kv == units[u].visits[i].kv {
+                    let prev = &mut out[u].tasks[i - 1];
+                    prev.arrival = prev.arrival.max(seg.end);
+                    prev.reduce_start = prev.reduce_start.max(seg.end);
+                }
             }
             // Decoupled writers: a wait of the compute side for its staging buffer; the writer gets the partial
             // (the kernel's arrival stamp) when it ends.
@@ -632,8 +645,15 @@ mod tests {
         assert!(got.dq_deferred);
         assert!(close(got.compute, 5.0), "{got:?}");
         assert!(close(got.compute_partial.unwrap(), 5.5), "{got:?}");
+        assert!(close(got.reduce, 3.0), "{got:?}");
+        assert!(close(got.handoff, 0.4), "{got:?}");
         assert!(close(got.unit_start, 1.5), "{got:?}");
         assert!(close(got.unit_finish, 0.8), "{got:?}");
+        // The fitted model predicts a traced run with waits exactly.
+        let s = schedule(ScheduleKind::Naive, Mask::Causal, &costs);
+        let a = crate::simulate(&s, &costs, false).unwrap();
+        assert!(a.total_wait() > 0.0, "the compute side never waited: the test would not exercise the exclusion");
+        assert!(close(a.makespan, crate::simulate(&s, &got, false).unwrap().makespan));
         // The steady state is sampled, not only each KV tile's second visit.
         let s = schedule(ScheduleKind::Naive, Mask::Full, &costs);
         let mut full = Samples { dq_writers: 2, dq_deferred: true, ..Samples::default() };

@@ -537,7 +537,8 @@ fn simulate_decoupled(
     };
 
     // Stages `task`'s partial (unit, task) into buffer c mod k once the compute side is free, waiting for the
-    // buffer's writer to have released partial c - k; the wait is booked on the compute side at visit `at`.
+    // buffer's writer to have released partial c - k; the wait is booked on the compute side, labelled with visit
+    // `at` (the staged task's).
     let stage = |s: &mut DecoupledSm, books: &mut Books, st: &mut SmStats, sm: u32, task: (usize, usize), at: Visit| {
         let b = s.count % k;
         let staged = s.compute_free.max(s.writer_free[b]);
@@ -651,7 +652,8 @@ fn simulate_decoupled(
                     st.busy += end - start;
                     s.compute_free = end;
                     if let Some(task) = stages {
-                        stage(&mut s, &mut books, &mut st, sm, task, v);
+                        // A wait is booked under the task being staged (under deferral, the previous one).
+                        stage(&mut s, &mut books, &mut st, sm, task, units[task.0].visits[task.1]);
                     }
                     s.pending = costs.dq_deferred.then_some((ui, t));
                     s.next_task += 1;

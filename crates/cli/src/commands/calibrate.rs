@@ -134,7 +134,9 @@ pub fn run(args: CalibrateArgs) -> Result<()> {
             eprintln!("calibrate: building {} trace variants", configs.len());
             prebuild(&nvcc, &args.gpu.work_dir, &configs, &target.env)?;
             if let Some(dir) = &args.keep_traces {
-                std::fs::write(dir.join(DEVICE_FILE), format!("{}\n", device.name))?;
+                let path = dir.join(DEVICE_FILE);
+                std::fs::write(&path, format!("{}\n", device.name))
+                    .map_err(|e| bad_input(format!("cannot write {}: {e}", path.display())))?;
             }
             let main_loop = target.main_loop;
             (Source::Gpu { nvcc, device, target }, main_loop)
@@ -161,6 +163,16 @@ pub fn run(args: CalibrateArgs) -> Result<()> {
                 let path = dir.join(trace_file_name(c, schedule));
                 let trace = crate::trace::load(&path)?;
                 trace.check_matches(schedule, &path.display().to_string())?;
+                // Only the sm90 loop's trace build stamps the consumers' own end of a unit: a trace that has it
+                // (or lacks it) tells which main loop wrote it, and the fit must read it with that loop's model.
+                let sm90_trace = trace.units.iter().all(|u| u.compute_end.is_some());
+                if sm90_trace != (main_loop.dq_writers() > 0) {
+                    let (wrote, arch) = if sm90_trace { ("sm90", "sm90") } else { ("portable", "sm80") };
+                    return Err(bad_input(format!(
+                        "{} was written by the {wrote} main loop's trace build: give --arch {arch}",
+                        path.display()
+                    )));
+                }
                 // The harness's time of the trace build is not in the trace: the report's overhead table skips it.
                 (trace, None)
             }
@@ -325,6 +337,12 @@ mod tests {
         assert!(close(got.compute, 5.0) && close(got.compute_partial.unwrap(), 5.5), "{got:?}");
         assert!(close(got.reduce, 3.0) && close(got.unit_finish, 0.8), "{got:?}");
         assert!(file.entries[0].calibrated_on.iter().all(|r| r.traced_main_ms.is_none()));
+
+        // Traces of the sm90 loop read as the portable loop's are refused.
+        let mut portable = super::tests::args(&dir, &out);
+        portable.gpu.arch = Some(crate::args::ArchArg::Sm80);
+        let err = run(portable).unwrap_err();
+        assert!(err.to_string().contains("give --arch sm90"), "{err}");
 
         // A missing trace is a clean error naming the file, before any is read.
         let first = trace_file_name(&jobs[0].0, &jobs[0].1);

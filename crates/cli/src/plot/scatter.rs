@@ -113,9 +113,14 @@ fn decade_label(v: &f64) -> String {
     if !v.is_finite() || *v <= 0.0 {
         return String::new();
     }
-    let mantissa = v / 10f64.powf(v.log10().floor());
-    if [1.0, 2.0, 3.0, 4.0, 5.0].iter().any(|m| (mantissa - m).abs() < 1e-6 * m) {
-        if *v >= 10.0 { format!("{v:.0}") } else { format!("{v}") }
+    // The decade with a little slack, so that 999.9999 (a tick computed as 10^e * k) counts as 1000.
+    let decade = 10f64.powf((v.log10() + 1e-9).floor());
+    let mantissa = v / decade;
+    let nearest = mantissa.round();
+    if (1.0..=5.0).contains(&nearest) && (mantissa - nearest).abs() < 1e-6 * nearest {
+        let exact = nearest * decade;
+        // At most three decimals below 10: 0.30000000000000004 prints as 0.3.
+        if exact >= 10.0 { format!("{exact:.0}") } else { format!("{}", (exact * 1000.0).round() / 1000.0) }
     } else {
         String::new()
     }
@@ -128,7 +133,10 @@ mod tests {
     #[test]
     fn only_one_to_five_per_decade_are_labelled() {
         let labels: Vec<String> =
-            [1000.0, 2000.0, 3000.0, 5000.0, 7000.0, 10000.0, 0.5, 0.3].iter().map(decade_label).collect();
-        assert_eq!(labels, ["1000", "2000", "3000", "5000", "", "10000", "0.5", "0.3"]);
+            [1000.0, 2000.0, 3000.0, 5000.0, 7000.0, 10000.0, 0.5, 0.1 * 3.0, 999.9999999999, 6000.0]
+                .iter()
+                .map(decade_label)
+                .collect();
+        assert_eq!(labels, ["1000", "2000", "3000", "5000", "", "10000", "0.5", "0.3", "1000", ""]);
     }
 }

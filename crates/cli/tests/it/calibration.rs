@@ -65,6 +65,7 @@ fn calibrating_from_kept_traces_refuses_what_it_cannot_fit() {
     assert_eq!(broken.status.code(), Some(2));
     assert!(stderr(&broken).contains("invalid trace"), "{}", stderr(&broken));
     assert!(!out.exists(), "no costs file from traces that were refused");
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
