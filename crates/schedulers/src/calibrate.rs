@@ -227,8 +227,10 @@ impl Samples {
                 // compute), or under deferral task i - 1 (during compute i, when of the same KV tile) and, at a
                 // KV tile's last visit, task i too. Checking task i - k under deferral, as without it, would
                 // drop nearly every steady-state visit (its partial is still being added when compute i
-                // starts) and leave the fit the units' second visits alone. The unit's last task has no next
-                // start: its compute end is left to `unit_finish`.
+                // starts) and leave the fit the units' second visits alone. The flush check is conservative (the
+                // flush follows compute i's end, which no stamp gives): it drops nearly every KV-switch sample,
+                // which only the unit-finish fallback uses, never with sm90 traces (they stamp the consumers'
+                // end). The unit's last task has no next start: its compute end is left to `unit_finish`.
                 let waited = |j: usize, i: usize| j >= k && t.tasks[j - k].reduce_end > t.tasks[i].compute_start;
                 for i in 0..t.tasks.len().saturating_sub(1) {
                     let (v, next) = (u.visits[i], u.visits[i + 1]);
