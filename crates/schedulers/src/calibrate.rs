@@ -25,6 +25,8 @@
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
+use dag_model::Visit;
+
 use crate::{CostModel, Schedule};
 
 /// The stamps of one task (one visit), in one time unit, on one clock.
@@ -205,15 +207,10 @@ impl Samples {
             if !decoupled {
                 self.unit_finish.push(t.end - t.tasks[last].reduce_end);
             } else if let Some(compute_end) = t.compute_end
-                && !(last >= k && t.tasks[last - k].reduce_end > t.tasks[last].compute_start)
-                && !(self.dq_deferred
-                    && last > k
-                    && schedule.units()[ui].visits[last - 1].kv == schedule.units()[ui].visits[last].kv
-                    && t.tasks[last - 1 - k].reduce_end > t.tasks[last].compute_start)
+                && !staging_may_have_waited(&schedule.units()[ui].visits, &t.tasks, k, self.dq_deferred, last)
             {
                 // From the last compute start to the compute side's end is that task's compute plus the dK/dV
-                // epilogue, where no staging in that span can have waited for its buffer: the last task's, and
-                // under deferral the one before it, staged during the last compute (see the cadence below).
+                // epilogue, where no staging in that span can have waited for its buffer.
                 let v = schedule.units()[ui].visits[last];
                 self.last_compute_to_end.push((compute_end - t.tasks[last].compute_start, v.fraction() < 1.0));
             }
@@ -221,26 +218,11 @@ impl Samples {
         for (u, t) in su.iter().zip(units) {
             if decoupled {
                 // The compute side's cadence: task i's compute takes it from its own start to the next task's,
-                // unless a staging in that span may have waited for its buffer, which is excluded. Partials are
-                // staged in task order, so task j's buffer last held task j - k, and staging j waited only if
-                // task j - k was released after compute i had started. Staged in that span: task i (after its
-                // compute), or under deferral task i - 1 (during compute i, when of the same KV tile) and, at a
-                // KV tile's last visit, task i too. Checking task i - k under deferral, as without it, would
-                // drop nearly every steady-state visit (its partial is still being added when compute i
-                // starts) and leave the fit the units' second visits alone. The flush check is conservative (the
-                // flush follows compute i's end, which no stamp gives): it drops nearly every KV-switch sample,
-                // which only the unit-finish fallback uses, never with sm90 traces (they stamp the consumers'
-                // end). The unit's last task has no next start: its compute end is left to `unit_finish`.
-                let waited = |j: usize, i: usize| j >= k && t.tasks[j - k].reduce_end > t.tasks[i].compute_start;
+                // unless a staging in that span may have waited for its buffer, which is excluded. The unit's
+                // last task has no next start: its compute end is left to `unit_finish`.
                 for i in 0..t.tasks.len().saturating_sub(1) {
                     let (v, next) = (u.visits[i], u.visits[i + 1]);
-                    let staged_during = i > 0 && u.visits[i - 1].kv == v.kv;
-                    let may_have_waited = if self.dq_deferred {
-                        (staged_during && waited(i - 1, i)) || (next.kv != v.kv && waited(i, i))
-                    } else {
-                        waited(i, i)
-                    };
-                    if may_have_waited {
+                    if staging_may_have_waited(&u.visits, &t.tasks, k, self.dq_deferred, i) {
                         continue;
                     }
                     let c = t.tasks[i + 1].compute_start - t.tasks[i].compute_start;
@@ -453,6 +435,24 @@ pub fn split(v: &[f64]) -> Option<HandoffSplit> {
         return None;
     }
     Some(HandoffSplit { near, far, far_fraction: (n - k) as f64 / n as f64 })
+}
+
+/// Whether a staging of a dQ partial during compute `i` of a unit may have waited for its buffer (decoupled writers,
+/// `k` buffers). Partials are staged in task order, so task j's buffer last held task j - k, and staging j waited only
+/// if task j - k was released after compute i had started. Staged during compute i: task i (after it), or under the
+/// deferred dQ task i - 1 (when of the same KV tile) and, where compute i ends its KV tile, task i too. Checking task
+/// i - k under deferral, as without it, would drop nearly every steady-state visit (its partial is still being added
+/// when compute i starts) and leave the fit the units' second visits alone. The check of a KV tile's own flush is
+/// conservative (the flush follows compute i's end, which no stamp gives): it drops nearly every KV-switch sample,
+/// which only the unit-finish fallback uses, never with sm90 traces (they stamp the consumers' end).
+fn staging_may_have_waited(visits: &[Visit], tasks: &[TaskStamps], k: usize, deferred: bool, i: usize) -> bool {
+    let waited = |j: usize| j >= k && tasks[j - k].reduce_end > tasks[i].compute_start;
+    if !deferred {
+        return waited(i);
+    }
+    let staged_during = i > 0 && visits[i - 1].kv == visits[i].kv;
+    let ends_kv = i + 1 == visits.len() || visits[i + 1].kv != visits[i].kv;
+    (staged_during && waited(i - 1)) || (ends_kv && waited(i))
 }
 
 /// Stamps that the simulator would produce for `schedule` under `costs`: the ground truth of the fitting tests

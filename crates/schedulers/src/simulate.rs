@@ -537,12 +537,13 @@ fn simulate_decoupled(
     };
 
     // Stages `task`'s partial (unit, task) into buffer c mod k once the compute side is free, waiting for the
-    // buffer's writer to have released partial c - k; the wait is booked on the compute side, labelled with visit
-    // `at` (the staged task's).
-    let stage = |s: &mut DecoupledSm, books: &mut Books, st: &mut SmStats, sm: u32, task: (usize, usize), at: Visit| {
+    // buffer's writer to have released partial c - k; the wait is booked on the compute side under the staged
+    // task (under deferral, not the visit being computed).
+    let stage = |s: &mut DecoupledSm, books: &mut Books, st: &mut SmStats, sm: u32, task: (usize, usize)| {
         let b = s.count % k;
         let staged = s.compute_free.max(s.writer_free[b]);
         if staged > s.compute_free {
+            let at = units[task.0].visits[task.1];
             books.record(segment(sm, task.0, at, SegmentKind::Wait, s.compute_free, staged));
             st.wait += staged - s.compute_free;
         }
@@ -621,7 +622,7 @@ fn simulate_decoupled(
             if let Some((pu, pt)) = flush {
                 let b = s.count % k;
                 if s.held[b].is_none() {
-                    stage(&mut s, &mut books, &mut st, sm, (pu, pt), units[pu].visits[pt]);
+                    stage(&mut s, &mut books, &mut st, sm, (pu, pt));
                     s.pending = None;
                     moved = true;
                 }
@@ -652,8 +653,7 @@ fn simulate_decoupled(
                     st.busy += end - start;
                     s.compute_free = end;
                     if let Some(task) = stages {
-                        // A wait is booked under the task being staged (under deferral, the previous one).
-                        stage(&mut s, &mut books, &mut st, sm, task, units[task.0].visits[task.1]);
+                        stage(&mut s, &mut books, &mut st, sm, task);
                     }
                     s.pending = costs.dq_deferred.then_some((ui, t));
                     s.next_task += 1;
