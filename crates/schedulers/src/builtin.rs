@@ -24,15 +24,23 @@ pub enum ScheduleKind {
     Shift,
     /// DASH's symmetric shift for causal masks: KV j paired with KV N-1-j, shifted over the dense rectangle.
     SymmetricShift,
+    /// Shift with the units' first Q tiles spread evenly over the Q tiles (unit l of A starts at floor(l·M/A)),
+    /// not one apart: when there are more Q tiles than units (block_m < block_n), contributions to one dQ tile
+    /// then arrive M/A visits apart, which leaves room for the hand-off and for units that start late.
+    SpreadShift,
+    /// Symmetric shift with the rectangle's starting rows spread the same way.
+    SpreadSymmetricShift,
 }
 
 impl ScheduleKind {
-    pub const ALL: [ScheduleKind; 5] = [
+    pub const ALL: [ScheduleKind; 7] = [
         ScheduleKind::Naive,
         ScheduleKind::Descending,
         ScheduleKind::Spt,
         ScheduleKind::Shift,
         ScheduleKind::SymmetricShift,
+        ScheduleKind::SpreadShift,
+        ScheduleKind::SpreadSymmetricShift,
     ];
 
     pub fn name(self) -> &'static str {
@@ -42,30 +50,40 @@ impl ScheduleKind {
             ScheduleKind::Spt => "spt",
             ScheduleKind::Shift => "shift",
             ScheduleKind::SymmetricShift => "symmetric-shift",
+            ScheduleKind::SpreadShift => "spread-shift",
+            ScheduleKind::SpreadSymmetricShift => "spread-symmetric-shift",
         }
     }
 
     /// Whether the schedule is defined for this problem and mask; the error says why not and what to do.
     pub fn check_applicable(self, problem: &Problem, mask: &Mask) -> Result<(), ScheduleError> {
         match self {
-            ScheduleKind::Shift if *mask != Mask::Full => Err(ScheduleError::NotApplicable {
-                schedule: self.name(),
-                needs: "a full mask",
-                got: format!("mask {}", mask.name()),
-                hint: "use symmetric-shift for causal masks, or naive, descending, spt or search for other masks",
-            }),
-            ScheduleKind::SymmetricShift if *mask != Mask::Causal => Err(ScheduleError::NotApplicable {
-                schedule: self.name(),
-                needs: "a causal mask",
-                got: format!("mask {}", mask.name()),
-                hint: "use shift for full masks, or naive, descending, spt or search for other masks",
-            }),
-            ScheduleKind::SymmetricShift if !problem.n_tiles().is_multiple_of(2) => Err(ScheduleError::NotApplicable {
-                schedule: self.name(),
-                needs: "an even number of kv tiles",
-                got: format!("{} = ceil({} / {})", problem.n_tiles(), problem.seqlen_k(), problem.block_n()),
-                hint: "change --seqlen-k or --block-n, or use descending",
-            }),
+            ScheduleKind::Shift | ScheduleKind::SpreadShift if *mask != Mask::Full => {
+                Err(ScheduleError::NotApplicable {
+                    schedule: self.name(),
+                    needs: "a full mask",
+                    got: format!("mask {}", mask.name()),
+                    hint: "use symmetric-shift or spread-symmetric-shift for causal masks, or naive, descending, spt or search for other masks",
+                })
+            }
+            ScheduleKind::SymmetricShift | ScheduleKind::SpreadSymmetricShift if *mask != Mask::Causal => {
+                Err(ScheduleError::NotApplicable {
+                    schedule: self.name(),
+                    needs: "a causal mask",
+                    got: format!("mask {}", mask.name()),
+                    hint: "use shift or spread-shift for full masks, or naive, descending, spt or search for other masks",
+                })
+            }
+            ScheduleKind::SymmetricShift | ScheduleKind::SpreadSymmetricShift
+                if !problem.n_tiles().is_multiple_of(2) =>
+            {
+                Err(ScheduleError::NotApplicable {
+                    schedule: self.name(),
+                    needs: "an even number of kv tiles",
+                    got: format!("{} = ceil({} / {})", problem.n_tiles(), problem.seqlen_k(), problem.block_n()),
+                    hint: "change --seqlen-k or --block-n, or use descending",
+                })
+            }
             _ => Ok(()),
         }
     }
@@ -87,8 +105,10 @@ impl ScheduleKind {
             ScheduleKind::Naive => column_order(&problem, &tile_mask, false, false),
             ScheduleKind::Descending => column_order(&problem, &tile_mask, false, true),
             ScheduleKind::Spt => column_order(&problem, &tile_mask, true, false),
-            ScheduleKind::Shift => shift(&problem, &tile_mask, machine),
-            ScheduleKind::SymmetricShift => symmetric_shift(&problem, &tile_mask, machine),
+            ScheduleKind::Shift => shift(&problem, &tile_mask, machine, Starts::OneApart),
+            ScheduleKind::SymmetricShift => symmetric_shift(&problem, &tile_mask, machine, Starts::OneApart),
+            ScheduleKind::SpreadShift => shift(&problem, &tile_mask, machine, Starts::Spread),
+            ScheduleKind::SpreadSymmetricShift => symmetric_shift(&problem, &tile_mask, machine, Starts::Spread),
         };
         Schedule::validate(self.name(), problem, mask, tile_mask, machine, costs, order)
     }
@@ -168,23 +188,87 @@ fn wave_groups(machine: Machine, first: usize, count: usize) -> Vec<(usize, usiz
     groups
 }
 
+/// Where the units of a wave group start in the rows they cycle over.
+#[derive(Clone, Copy)]
+enum Starts {
+    /// The paper's shift: unit l starts at row l (rows are one visit apart on neighbouring units).
+    OneApart,
+    /// Unit l of A starts at row floor(l·R/A) of the R rows: equal to `OneApart` when R = A; when R > A,
+    /// neighbouring units reach a row R/A visits apart instead of one.
+    Spread,
+}
+
+/// A wave group's cycle over `rows` rows for `a` units: each unit's starting row, and each unit's rank on each
+/// row, counted from 0 inside the group. Ranks are the arrival order (the step (row - start) mod rows at which the
+/// unit reaches the row, ties to the lower local index), so no contribution waits in the idealized model.
+struct Cycle {
+    rows: u32,
+    starts: Vec<u32>,
+    /// `rank[l * rows + row]`.
+    rank: Vec<u32>,
+}
+
+impl Cycle {
+    fn new(rows: u32, a: u32, starts: Starts) -> Cycle {
+        let starts: Vec<u32> = (0..a)
+            .map(|l| match starts {
+                Starts::OneApart => l % rows,
+                Starts::Spread => (u64::from(l) * u64::from(rows) / u64::from(a)) as u32,
+            })
+            .collect();
+        let mut rank = vec![0u32; (a * rows) as usize];
+        let mut by_arrival: Vec<(u32, u32)> = Vec::with_capacity(a as usize);
+        for row in 0..rows {
+            by_arrival.clear();
+            by_arrival.extend((0..a).map(|l| ((row + rows - starts[l as usize]) % rows, l)));
+            by_arrival.sort_unstable();
+            for (r, &(_, l)) in by_arrival.iter().enumerate() {
+                rank[(l * rows + row) as usize] = r as u32;
+            }
+        }
+        Cycle { rows, starts, rank }
+    }
+
+    /// The row unit `l` visits at step `t` of the cycle.
+    fn row(&self, l: u32, t: u32) -> u32 {
+        (self.starts[l as usize] + t) % self.rows
+    }
+
+    fn rank(&self, l: u32, row: u32) -> u32 {
+        self.rank[(l * self.rows + row) as usize]
+    }
+}
+
 /// Shift (full mask). Within a wave group of A active KV tiles after F finished ones, local index l = j - F
-/// visits Q tile (l + t) mod M at step t, and its rank on Q tile q is F + ((min(q, A-1) - l) mod A): the
-/// arrival order, so no contribution waits in the idealized model.
-fn shift(problem: &Problem, mask: &TileMask, machine: Machine) -> Order {
+/// starts at Q tile l (`Starts::OneApart`: visits (l + t) mod M at step t, rank on Q tile q
+/// F + ((min(q, A-1) - l) mod A)) or at floor(l·M/A) (`Starts::Spread`), and ranks are the arrival order.
+fn shift(problem: &Problem, mask: &TileMask, machine: Machine, starts: Starts) -> Order {
     let (m, n) = (problem.m_tiles(), problem.n_tiles());
     let mut units = Vec::with_capacity((problem.bh_count() * n) as usize);
     for bh in 0..problem.bh_count() {
         for (f, a) in wave_groups(machine, (bh * n) as usize, n as usize) {
             let (f, a) = (f as u32, a as u32);
+            let cycle = match starts {
+                Starts::OneApart => None,
+                Starts::Spread => Some(Cycle::new(m, a, starts)),
+            };
             for l in 0..a {
                 let kv = f + l;
                 let fr = mask.column_fractions(kv);
                 let visits = (0..m)
                     .map(|t| {
-                        let q = (l + t) % m;
-                        let rank = f + (q.min(a - 1) + a - l) % a;
-                        Visit::new(kv, q, rank, fr[q as usize])
+                        let (q, rank) = match &cycle {
+                            // The paper's closed form, kept as written (docs/model.md).
+                            None => {
+                                let q = (l + t) % m;
+                                (q, (q.min(a - 1) + a - l) % a)
+                            }
+                            Some(c) => {
+                                let q = c.row(l, t);
+                                (q, c.rank(l, q))
+                            }
+                        };
+                        Visit::new(kv, q, f + rank, fr[q as usize])
                     })
                     .collect();
                 units.push(Unit { bh, visits, dkv_ranks: dkv_ranks(problem, bh, 1) });
@@ -199,7 +283,7 @@ fn shift(problem: &Problem, mask: &TileMask, machine: Machine) -> Order {
 /// covers, are shift-scheduled; then each unit walks its own triangle (rows below R0) upward and its short
 /// column downward. Ranks: earlier groups first; in the rectangle as in shift, in the triangle by arrival
 /// (higher KV first), then the group's short columns by decreasing local index.
-fn symmetric_shift(problem: &Problem, mask: &TileMask, machine: Machine) -> Order {
+fn symmetric_shift(problem: &Problem, mask: &TileMask, machine: Machine, starts: Starts) -> Order {
     let (m, n) = (problem.m_tiles(), problem.n_tiles());
     let half = n / 2;
     let lo = |kv: u32| mask.column(kv)[0];
@@ -221,14 +305,24 @@ fn symmetric_shift(problem: &Problem, mask: &TileMask, machine: Machine) -> Orde
                 (lo(j)..m).for_each(|q| long_cover[q as usize] += 1);
                 (lo(n - 1 - j)..m).for_each(|q| short_cover[q as usize] += 1);
             }
+            let cycle = match starts {
+                Starts::OneApart => None,
+                Starts::Spread => Some(Cycle::new(rect, a, starts)),
+            };
             for l in 0..a {
                 let j = f + l;
                 let short = n - 1 - j;
                 let mut visits = Vec::with_capacity((m - lo(j) + m - lo(short)) as usize);
                 for t in 0..rect {
-                    let q = r0 + (l + t) % rect;
-                    let rank = offset[q as usize] + ((q - r0).min(a - 1) + a - l) % a;
-                    visits.push(Visit::new(j, q, rank, frac(j, q)));
+                    let (row, rank) = match &cycle {
+                        None => {
+                            let row = (l + t) % rect;
+                            (row, (row.min(a - 1) + a - l) % a)
+                        }
+                        Some(c) => (c.row(l, t), c.rank(l, c.row(l, t))),
+                    };
+                    let q = r0 + row;
+                    visits.push(Visit::new(j, q, offset[q as usize] + rank, frac(j, q)));
                 }
                 for q in lo(j)..r0 {
                     // Triangle rows arrive from the highest covering KV (f + cover - 1) first.

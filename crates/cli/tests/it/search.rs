@@ -180,7 +180,7 @@ fn save_schedule_needs_exactly_one_schedule() {
     fails_with(
         &args(&["bounds"], &["--save-schedule", p]),
         2,
-        "--save-schedule writes one schedule, but 5 are selected",
+        "--save-schedule writes one schedule, but 7 are selected",
     );
     fails_with(&args(&["simulate"], &["--schedule", "naive,spt", "--save-schedule", p]), 2, "but 2 are selected");
     assert!(!path.exists());

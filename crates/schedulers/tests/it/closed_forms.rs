@@ -84,3 +84,65 @@ fn shift_and_symmetric_shift_match_the_worked_examples() {
         assert_eq!(&s.rank_list(0, q as u32), want, "accumulation order of Q{q}");
     }
 }
+
+#[test]
+fn spread_shifts_equal_the_paper_shifts_when_every_row_has_a_unit() {
+    // One wave, as many units as rows in the cycle: floor(l·R/A) = l, so the schedules are the same visit for visit.
+    for n in [2u32, 4, 8, 16] {
+        let (problem, machine) = ideal(n, 3);
+        let costs = CostModel::default();
+        for (paper, spread, mask) in [
+            (ScheduleKind::Shift, ScheduleKind::SpreadShift, Mask::Full),
+            (ScheduleKind::SymmetricShift, ScheduleKind::SpreadSymmetricShift, Mask::Causal),
+        ] {
+            let a = build(paper, problem, mask.clone(), machine, &costs).unwrap();
+            let b = build(spread, problem, mask, machine, &costs).unwrap();
+            assert_eq!(a.units(), b.units(), "{spread:?} n={n}");
+        }
+    }
+}
+
+/// Steps between rank-consecutive contributions to each dQ tile of one head (all units started together).
+fn arrival_gaps(s: &schedulers::Schedule, bh: u32, m: u32) -> Vec<u32> {
+    let mut gaps = Vec::new();
+    for q in 0..m {
+        let mut by_rank: Vec<(u16, u32)> = s
+            .units()
+            .iter()
+            .filter(|u| u.bh == bh)
+            .flat_map(|u| u.visits.iter().enumerate().filter(|(_, v)| v.q as u32 == q).map(|(t, v)| (v.rank, t as u32)))
+            .collect();
+        by_rank.sort_unstable();
+        gaps.extend(by_rank.windows(2).map(|w| w[1].1 - w[0].1));
+    }
+    gaps
+}
+
+#[test]
+fn spread_shift_puts_two_visits_between_contributions_when_q_tiles_are_half_as_tall() {
+    // Head dim 128's tiles: block_m 64, block_n 128, so M = 2N. One head of N = 16 KV tiles on 16 SMs.
+    let problem = crate::common::problem(1, 1, 1, 2048, 2048, 64, 128);
+    let machine = schedulers::Machine { sms: 16, launch: schedulers::LaunchPolicy::InOrder };
+    let costs = CostModel::default();
+    let (m, n) = (problem.m_tiles(), problem.n_tiles());
+    assert_eq!((m, n), (32, 16));
+    let paper = build(ScheduleKind::Shift, problem, Mask::Full, machine, &costs).unwrap();
+    let spread = build(ScheduleKind::SpreadShift, problem, Mask::Full, machine, &costs).unwrap();
+    // Ranks are the arrival order in both (no contribution waits for a later one) ...
+    assert!(arrival_gaps(&paper, 0, m).iter().all(|&g| g >= 1));
+    // ... but the paper's shift hands a tile on every visit, the spread one every other visit.
+    assert_eq!(arrival_gaps(&paper, 0, m).iter().min(), Some(&1));
+    assert!(arrival_gaps(&spread, 0, m).iter().all(|&g| g >= 2), "{:?}", arrival_gaps(&spread, 0, m));
+    let starts: Vec<u16> = spread.units().iter().map(|u| u.visits[0].q).collect();
+    assert_eq!(starts, (0..16).map(|l| 2 * l).collect::<Vec<u16>>());
+
+    // With an add plus hand-off (1.75) longer than one visit (compute and add, 1.25) but shorter than two, the
+    // paper's shift waits and the spread one does not.
+    let slow_chain = CostModel { handoff: 1.5, ..CostModel::ideal(1.0, 0.25) };
+    let wait = |kind| {
+        let s = build(kind, problem, Mask::Full, machine, &slow_chain).unwrap();
+        simulate(&s, &slow_chain, false).unwrap().total_wait()
+    };
+    assert!(wait(ScheduleKind::Shift) > 0.0);
+    assert_eq!(wait(ScheduleKind::SpreadShift), 0.0);
+}
