@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# FlashAttention-4 and dashc on the long rows (seqlen 8192 and 16384, both head dims and masks), interleaved on one
+# device machine: ROUNDS rounds (default 3), each timing FA4 deterministic and not (the shared anchors.py, REPS
+# medians) and `dashc bench` of the same rows, the two in alternating order, with the SM clock, power and throttle
+# reasons logged every 200 ms. One 20-rep median moves by several percent on these rows from one measurement to
+# the next (run 82); the rounds show by how much, for FA4 and dashc alike.
+# The FA4 wheels travel as in bench/scripts/fa4-bench-run.sh: first `PART=park bash bench/scripts/fa4-bench-run.sh`
+# carrying target/fa4A, then this script, on the still warm machine, carrying target/fa4B, target/dashc-dev and
+# target/cutlass-wheel (bench/results moved out of the working tree for both calls: 64 MiB limit).
+set -uo pipefail
+export PATH=/usr/local/cuda/bin:$PATH
+REPO=$PWD; D=target/dashc-dev; W=/tmp/dashc-run; R=$OUT/raw; mkdir -p $R
+nvidia-smi --query-gpu=name,uuid,driver_version,clocks.max.sm,power.limit --format=csv,noheader | tee $OUT/device.txt
+WHEEL=$(ls target/cutlass-wheel/nvidia_cutlass-*.whl) kernels/fetch-cutlass.sh > /dev/null
+if [ ! -f /tmp/site/.installed ]; then
+  [ -f /tmp/fa4park/cu13part.aa ] || { echo "part A is not parked in /tmp/fa4park (run PART=park first)"; exit 1; }
+  mkdir -p /tmp/fa4/w
+  cat /tmp/fa4park/cu13part.aa target/fa4B/cu13part.ab \
+    > /tmp/fa4/w/nvidia_cutlass_dsl_libs_cu13-4.8.1-cp312-cp312-manylinux_2_28_x86_64.whl
+  cp /tmp/fa4park/*.whl /tmp/fa4/w/
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
+    /tmp/fa4/w/*.whl 2>&1 | tail -3
+  touch /tmp/site/.installed
+fi
+nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_throttle_reasons.active \
+  --format=csv -lms 200 > $R/smi.csv 2>/dev/null &
+SMI=$!
+fa4() {
+  mkdir -p $R/fa4-round$1
+  echo "round $1 fa4 start ${SECONDS}s" >> $R/events.txt
+  (cd $R/fa4-round$1 && SEQLENS=${SEQLENS:-8192,16384} PROVIDERS=fa4-det,fa4 REPS=${REPS:-20} RESULTS_DIR=. timeout 200 \
+    python3 -c "import site,runpy; site.addsitedir('/tmp/site'); runpy.run_path('$REPO/target/fa4B/anchors.py', run_name='__main__')" \
+    > fa4.log 2>&1)
+}
+dashc() {
+  mkdir -p $R/dashc-round$1
+  echo "round $1 dashc start ${SECONDS}s" >> $R/events.txt
+  $D bench --arch sm90 --work-dir $W --reps ${REPS:-20} --seqlens ${SEQLENS:-8192,16384} --no-check \
+    --schedules ${SCHEDULES:-naive,shift,spread-shift,symmetric-shift,spread-symmetric-shift} --out $R/dashc-round$1 \
+    > $R/dashc-round$1/bench.log 2>&1
+}
+for round in $(seq 1 "${ROUNDS:-3}"); do
+  [ $round -gt 1 ] && [ $SECONDS -gt ${LAST_ROUND_BEFORE:-380} ] && { echo "round $round skipped (time)"; break; }
+  if [ $((round % 2)) = 1 ]; then fa4 $round; dashc $round; else dashc $round; fa4 $round; fi
+  echo "round $round done at ${SECONDS}s"
+done
+kill $SMI
+python3 - <<'P'
+import glob, json, os, statistics as st
+out = os.environ['OUT'] + '/raw'
+rows = {}
+for f in sorted(glob.glob(out + '/fa4-round*/anchors.json')):
+    d = json.load(open(f)); d = d if isinstance(d, list) else d.get('results', [])
+    for r in d:
+        if r.get('tflops'):
+            rows.setdefault((r['hdim'], 'causal' if r['causal'] else 'full', r['seqlen'], r['provider']), []).append(r['tflops'])
+for f in sorted(glob.glob(out + '/dashc-round*/bench-*.json')):
+    for c in json.load(open(f))['configs']:
+        for r in c['results']:
+            for kind, name in (('deterministic', 'det'), ('nondeterministic', 'atomic')):
+                x = r[kind]
+                if x['status'] != 'ok' or (kind == 'deterministic' and not x['repeatable']):
+                    print('NOT OK', c['head_dim'], c['mask'], c['seqlen'], r['schedule'], kind, x['status']); continue
+                rows.setdefault((c['head_dim'], c['mask'], c['seqlen'], f"dashc {name} {r['schedule']}"), []).append(x['tflops']['total'])
+for k in sorted(rows):
+    v = rows[k]
+    print(*k, ' '.join(f'{t:.1f}' for t in v), f'| mean {st.mean(v):.1f} min {min(v):.1f} max {max(v):.1f}')
+P
+tar czf $OUT/raw.tgz -C $OUT raw && rm -rf $R
