@@ -1,0 +1,58 @@
+#!/usr/bin/env python3
+"""Table of an interleaved FA4/dashc run (bench/scripts/fa4-interleaved-run.sh): per row, the best deterministic
+and atomic schedule by the mean over rounds of the whole backward's TFLOPS, every round's value, and FA4's.
+Usage: python3 bench/scripts/summarize-interleaved.py RAW_DIR (the unpacked raw.tgz's raw/ folder)."""
+import glob, json, statistics as st, sys
+
+raw = sys.argv[1]
+runs = {}  # (hd, mask, seqlen) -> name -> [TFLOPS per round]
+for f in sorted(glob.glob(raw + '/fa4-round*/anchors.json')):
+    d = json.load(open(f))
+    for r in (d if isinstance(d, list) else d.get('results', [])):
+        if r.get('tflops'):
+            key = (r['hdim'], 'causal' if r['causal'] else 'full', r['seqlen'])
+            runs.setdefault(key, {}).setdefault(r['provider'], []).append(r['tflops'])
+for f in sorted(glob.glob(raw + '/dashc-round*/bench-*.json')):
+    for c in json.load(open(f))['configs']:
+        key = (c['head_dim'], c['mask'], c['seqlen'])
+        for r in c['results']:
+            for kind, name in (('deterministic', 'det'), ('nondeterministic', 'atomic')):
+                x = r[kind]
+                ok = x['status'] == 'ok' and x['poison_ok'] and (kind != 'deterministic' or x['repeatable'])
+                if not ok:
+                    sys.exit(f'not ok: {key} {r["schedule"]} {kind}')
+                runs.setdefault(key, {}).setdefault(f'{name} {r["schedule"]}', []).append(x['tflops']['total'])
+
+
+def best(entries, prefix):
+    cands = {k[len(prefix):]: v for k, v in entries.items() if k.startswith(prefix)}
+    name = max(cands, key=lambda k: st.mean(cands[k]))
+    return name, cands[name]
+
+
+def fmt(v):
+    return f'{st.mean(v):.1f} ({" / ".join(f"{x:.1f}" for x in v)})'
+
+
+def pct(a, b):
+    return f'{100 * (st.mean(a) / st.mean(b) - 1):+.1f}%'
+
+
+print('| hd | mask | seqlen | best det schedule | det TFLOPS, mean (rounds) | best atomic | atomic TFLOPS | '
+      'det cost | FA4 det | FA4 | vs FA4 det | vs FA4 |')
+print('|---|---|---|---|---|---|---|---|---|---|---|---|')
+for key in sorted(runs, key=lambda k: (k[1] != 'full', k[0], k[2])):
+    e = runs[key]
+    dn, dv = best(e, 'det ')
+    an, av = best(e, 'atomic ')
+    fd, fn = e.get('fa4-det'), e.get('fa4')
+    cost = f'{100 * (1 - st.mean(dv) / st.mean(av)):.1f}%'
+    print(f'| {key[0]} | {key[1]} | {key[2]} | {dn} | {fmt(dv)} | {an} | {fmt(av)} | {cost} | '
+          f'{fmt(fd) if fd else "-"} | {fmt(fn) if fn else "-"} | {pct(dv, fd) if fd else "-"} | '
+          f'{pct(dv, fn) if fn else "-"} |')
+print()
+print('Every schedule (mean over rounds):')
+print()
+for key in sorted(runs, key=lambda k: (k[1] != 'full', k[0], k[2])):
+    e = runs[key]
+    print(f'- hd{key[0]} {key[1]} {key[2]}: ' + ', '.join(f'{k} {st.mean(v):.1f}' for k, v in sorted(e.items())))
