@@ -152,7 +152,9 @@ fn markdown(r: &SweepResult) -> String {
         "Each panel plots, per schedule, the configuration's lower bound ({bound}) divided by the schedule's \
          predicted makespan, so 1 is optimal, against the sequence length at {} tokens per configuration.\n\
          The gap below 1 is time the SMs spend waiting for their turn to add into dQ, or idle in the last wave; on \
-         full masks naive, descending and spt coincide.\n",
+         full masks naive, descending and spt coincide. The spread shifts match the paper's shifts here: with free \
+         hand-offs one visit between rank-consecutive adds is enough. They pull ahead where Q tiles outnumber the \
+         units and an add plus its hand-off outlasts a visit (docs/model.md, §4).\n",
         r.tokens
     );
     md.push_str(&pivot(r));
