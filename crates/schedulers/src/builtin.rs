@@ -198,9 +198,10 @@ enum Starts {
     Spread,
 }
 
-/// A wave group's cycle over `rows` rows for `a` units: each unit's starting row, and each unit's rank on each
-/// row, counted from 0 inside the group. Ranks are the arrival order (the step (row - start) mod rows at which the
-/// unit reaches the row, ties to the lower local index), so no contribution waits in the idealized model.
+/// A wave group's spread cycle over `rows` rows for `a` units (`Starts::Spread`): unit l starts at row
+/// floor(l·rows/a), and its rank on each row, counted from 0 inside the group, is the arrival order (the step
+/// (row - start) mod rows at which it reaches the row; ties, possible only when a > rows, to the lower l), so no
+/// contribution waits in the idealized model.
 struct Cycle {
     rows: u32,
     starts: Vec<u32>,
@@ -209,13 +210,8 @@ struct Cycle {
 }
 
 impl Cycle {
-    fn new(rows: u32, a: u32, starts: Starts) -> Cycle {
-        let starts: Vec<u32> = (0..a)
-            .map(|l| match starts {
-                Starts::OneApart => l % rows,
-                Starts::Spread => (u64::from(l) * u64::from(rows) / u64::from(a)) as u32,
-            })
-            .collect();
+    fn spread(rows: u32, a: u32) -> Cycle {
+        let starts: Vec<u32> = (0..a).map(|l| (u64::from(l) * u64::from(rows) / u64::from(a)) as u32).collect();
         let mut rank = vec![0u32; (a * rows) as usize];
         let mut by_arrival: Vec<(u32, u32)> = Vec::with_capacity(a as usize);
         for row in 0..rows {
@@ -248,10 +244,7 @@ fn shift(problem: &Problem, mask: &TileMask, machine: Machine, starts: Starts) -
     for bh in 0..problem.bh_count() {
         for (f, a) in wave_groups(machine, (bh * n) as usize, n as usize) {
             let (f, a) = (f as u32, a as u32);
-            let cycle = match starts {
-                Starts::OneApart => None,
-                Starts::Spread => Some(Cycle::new(m, a, starts)),
-            };
+            let cycle = matches!(starts, Starts::Spread).then(|| Cycle::spread(m, a));
             for l in 0..a {
                 let kv = f + l;
                 let fr = mask.column_fractions(kv);
@@ -305,10 +298,7 @@ fn symmetric_shift(problem: &Problem, mask: &TileMask, machine: Machine, starts:
                 (lo(j)..m).for_each(|q| long_cover[q as usize] += 1);
                 (lo(n - 1 - j)..m).for_each(|q| short_cover[q as usize] += 1);
             }
-            let cycle = match starts {
-                Starts::OneApart => None,
-                Starts::Spread => Some(Cycle::new(rect, a, starts)),
-            };
+            let cycle = matches!(starts, Starts::Spread).then(|| Cycle::spread(rect, a));
             for l in 0..a {
                 let j = f + l;
                 let short = n - 1 - j;
