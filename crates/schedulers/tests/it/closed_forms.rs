@@ -146,3 +146,21 @@ fn spread_shift_puts_two_visits_between_contributions_when_q_tiles_are_half_as_t
     assert!(wait(ScheduleKind::Shift) > 0.0);
     assert_eq!(wait(ScheduleKind::SpreadShift), 0.0);
 }
+
+#[test]
+fn spread_symmetric_shift_waits_less_than_the_paper_one_when_q_tiles_are_half_as_tall() {
+    // Causal, block_m 64, block_n 128: one head of N = 16 KV tiles, 8 paired units on 8 SMs; the rectangle has
+    // M - 2·7 = 18 rows for 8 units, so the spread starts are two rows apart.
+    let problem = crate::common::problem(1, 1, 1, 2048, 2048, 64, 128);
+    let machine = schedulers::Machine { sms: 8, launch: schedulers::LaunchPolicy::InOrder };
+    let slow_chain = CostModel { handoff: 1.5, ..CostModel::ideal(1.0, 0.25) };
+    let wait = |kind| {
+        let s = build(kind, problem, Mask::Causal, machine, &slow_chain).unwrap();
+        simulate(&s, &slow_chain, false).unwrap().total_wait()
+    };
+    let (paper, spread) = (wait(ScheduleKind::SymmetricShift), wait(ScheduleKind::SpreadSymmetricShift));
+    assert!(spread < paper, "spread {spread} vs paper {paper}");
+    let s = build(ScheduleKind::SpreadSymmetricShift, problem, Mask::Causal, machine, &slow_chain).unwrap();
+    let starts: Vec<u16> = s.units().iter().map(|u| u.visits[0].q).collect();
+    assert_eq!(starts, vec![14, 16, 18, 20, 23, 25, 27, 29]);
+}
