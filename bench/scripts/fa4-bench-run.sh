@@ -17,16 +17,7 @@ fi
 REPO=$PWD; D=target/dashc-dev; W=/tmp/dashc-run; R=$OUT/raw; mkdir -p $R
 WHEEL=$(ls target/cutlass-wheel/nvidia_cutlass-*.whl) kernels/fetch-cutlass.sh > /dev/null
 if [ "${FA4:-1}" = 1 ]; then
-  if [ ! -f /tmp/site/.installed ]; then
-    [ -f /tmp/fa4park/cu13part.aa ] || { echo "part A is not parked in /tmp/fa4park (run PART=park first)"; exit 1; }
-    mkdir -p /tmp/fa4/w
-    cat /tmp/fa4park/cu13part.aa target/fa4B/cu13part.ab \
-      > /tmp/fa4/w/nvidia_cutlass_dsl_libs_cu13-4.8.1-cp312-cp312-manylinux_2_28_x86_64.whl
-    cp /tmp/fa4park/*.whl /tmp/fa4/w/
-    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
-      /tmp/fa4/w/*.whl 2>&1 | tail -3
-    touch /tmp/site/.installed
-  fi
+  source bench/scripts/fa4-install.sh || exit 1
   (cd $OUT && PROVIDERS=fa4-det,fa4 REPS=${REPS:-20} RESULTS_DIR=$OUT timeout ${FA4_LIMIT:-260} python3 -c \
     "import site,runpy; site.addsitedir('/tmp/site'); runpy.run_path('$REPO/target/fa4B/anchors.py', run_name='__main__')" \
     > $OUT/fa4.log 2>&1; grep -v "^{" $OUT/fa4.log | tail -30)

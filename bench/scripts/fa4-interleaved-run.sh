@@ -12,16 +12,7 @@ export PATH=/usr/local/cuda/bin:$PATH
 REPO=$PWD; D=target/dashc-dev; W=/tmp/dashc-run; R=$OUT/raw; mkdir -p $R
 nvidia-smi --query-gpu=name,uuid,driver_version,clocks.max.sm,power.limit --format=csv,noheader | tee $OUT/device.txt
 WHEEL=$(ls target/cutlass-wheel/nvidia_cutlass-*.whl) kernels/fetch-cutlass.sh > /dev/null
-if [ ! -f /tmp/site/.installed ]; then
-  [ -f /tmp/fa4park/cu13part.aa ] || { echo "part A is not parked in /tmp/fa4park (run PART=park first)"; exit 1; }
-  mkdir -p /tmp/fa4/w
-  cat /tmp/fa4park/cu13part.aa target/fa4B/cu13part.ab \
-    > /tmp/fa4/w/nvidia_cutlass_dsl_libs_cu13-4.8.1-cp312-cp312-manylinux_2_28_x86_64.whl
-  cp /tmp/fa4park/*.whl /tmp/fa4/w/
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
-    /tmp/fa4/w/*.whl 2>&1 | tail -3
-  touch /tmp/site/.installed
-fi
+source bench/scripts/fa4-install.sh || exit 1
 nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_throttle_reasons.active \
   --format=csv -lms 200 > $R/smi.csv 2>/dev/null &
 SMI=$!
