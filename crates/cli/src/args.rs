@@ -150,7 +150,8 @@ pub struct ShapeArgs {
     /// the sm90 main loop (codegen, run): persistent]
     #[arg(long, value_enum)]
     pub launch: Option<LaunchArg>,
-    /// Schedule: naive, descending, spt, shift, symmetric-shift, search, or all (the built-ins); comma-separated
+    /// Schedule: naive, descending, spt, shift, symmetric-shift, spread-shift, spread-symmetric-shift, search, or all
+    /// (the built-ins); comma-separated
     #[arg(long, default_value = "all", value_name = "NAME")]
     pub schedule: String,
     /// Evaluate the schedule in FILE (docs/schedule-file.md) instead; it must be for this shape, mask and machine

@@ -25,8 +25,9 @@ pub enum ScheduleKind {
     /// DASH's symmetric shift for causal masks: KV j paired with KV N-1-j, shifted over the dense rectangle.
     SymmetricShift,
     /// Shift with the units' first Q tiles spread evenly over the Q tiles (unit l of A starts at floor(l·M/A)),
-    /// not one apart: when there are more Q tiles than units (block_m < block_n), contributions to one dQ tile
-    /// then arrive M/A visits apart, which leaves room for the hand-off and for units that start late.
+    /// not one apart: when a wave group has fewer units than Q tiles (always with block_m < block_n, and in the
+    /// groups of a head split across waves), contributions to one dQ tile then arrive floor(M/A) or more visits
+    /// apart, which leaves room for the hand-off and for units that start late.
     SpreadShift,
     /// Symmetric shift with the rectangle's starting rows spread the same way.
     SpreadSymmetricShift,
@@ -200,8 +201,8 @@ enum Starts {
 
 /// A wave group's spread cycle over `rows` rows for `a` units (`Starts::Spread`): unit l starts at row
 /// floor(l·rows/a), and its rank on each row, counted from 0 inside the group, is the arrival order (the step
-/// (row - start) mod rows at which it reaches the row; ties, possible only when a > rows, to the lower l), so no
-/// contribution waits in the idealized model.
+/// (row - start) mod rows at which it reaches the row; ties, possible only when a > rows, to the lower l). With
+/// a <= rows no contribution waits in the idealized model; tied units reach a row together, and one waits.
 struct Cycle {
     rows: u32,
     starts: Vec<u32>,
