@@ -199,40 +199,52 @@ enum Starts {
     Spread,
 }
 
-/// A wave group's spread cycle over `rows` rows for `a` units (`Starts::Spread`): unit l starts at row
-/// floor(l·rows/a), and its rank on each row, counted from 0 inside the group, is the arrival order (the step
-/// (row - start) mod rows at which it reaches the row; ties, possible only when a > rows, to the lower l). With
-/// a <= rows no contribution waits in the idealized model; tied units reach a row together, and one waits.
+/// A wave group's cycle over `rows` rows for `a` units: where unit l is at each step, and its rank on each row,
+/// counted from 0 inside the group.
+///
+/// `Starts::OneApart` is the paper's closed form: unit l visits row (l + t) mod rows at step t, with rank
+/// (min(row, a-1) - l) mod a on it (docs/model.md). `Starts::Spread` starts unit l at row floor(l·rows/a) and ranks
+/// by arrival order (the step (row - start) mod rows at which a unit reaches the row; ties, possible only when
+/// a > rows, to the lower l). With a <= rows no contribution waits in the idealized model; tied units reach a row
+/// together, and one waits.
 struct Cycle {
     rows: u32,
-    starts: Vec<u32>,
-    /// `rank[l * rows + row]`.
-    rank: Vec<u32>,
+    a: u32,
+    /// Spread starts only: each unit's starting row and `rank[l * rows + row]`.
+    spread: Option<(Vec<u32>, Vec<u32>)>,
 }
 
 impl Cycle {
-    fn spread(rows: u32, a: u32) -> Cycle {
-        let starts: Vec<u32> = (0..a).map(|l| (u64::from(l) * u64::from(rows) / u64::from(a)) as u32).collect();
-        let mut rank = vec![0u32; (a * rows) as usize];
-        let mut by_arrival: Vec<(u32, u32)> = Vec::with_capacity(a as usize);
-        for row in 0..rows {
-            by_arrival.clear();
-            by_arrival.extend((0..a).map(|l| ((row + rows - starts[l as usize]) % rows, l)));
-            by_arrival.sort_unstable();
-            for (r, &(_, l)) in by_arrival.iter().enumerate() {
-                rank[(l * rows + row) as usize] = r as u32;
+    fn new(rows: u32, a: u32, starts: Starts) -> Cycle {
+        let spread = matches!(starts, Starts::Spread).then(|| {
+            let starts: Vec<u32> = (0..a).map(|l| (u64::from(l) * u64::from(rows) / u64::from(a)) as u32).collect();
+            let mut rank = vec![0u32; (a * rows) as usize];
+            let mut by_arrival: Vec<(u32, u32)> = Vec::with_capacity(a as usize);
+            for row in 0..rows {
+                by_arrival.clear();
+                by_arrival.extend((0..a).map(|l| ((row + rows - starts[l as usize]) % rows, l)));
+                by_arrival.sort_unstable();
+                for (r, &(_, l)) in by_arrival.iter().enumerate() {
+                    rank[(l * rows + row) as usize] = r as u32;
+                }
             }
-        }
-        Cycle { rows, starts, rank }
+            (starts, rank)
+        });
+        Cycle { rows, a, spread }
     }
 
     /// The row unit `l` visits at step `t` of the cycle.
     fn row(&self, l: u32, t: u32) -> u32 {
-        (self.starts[l as usize] + t) % self.rows
+        let start = self.spread.as_ref().map_or(l, |(starts, _)| starts[l as usize]);
+        (start + t) % self.rows
     }
 
+    /// Unit `l`'s rank on `row`, inside the group.
     fn rank(&self, l: u32, row: u32) -> u32 {
-        self.rank[(l * self.rows + row) as usize]
+        match &self.spread {
+            None => (row.min(self.a - 1) + self.a - l) % self.a,
+            Some((_, rank)) => rank[(l * self.rows + row) as usize],
+        }
     }
 }
 
@@ -245,24 +257,14 @@ fn shift(problem: &Problem, mask: &TileMask, machine: Machine, starts: Starts) -
     for bh in 0..problem.bh_count() {
         for (f, a) in wave_groups(machine, (bh * n) as usize, n as usize) {
             let (f, a) = (f as u32, a as u32);
-            let cycle = matches!(starts, Starts::Spread).then(|| Cycle::spread(m, a));
+            let cycle = Cycle::new(m, a, starts);
             for l in 0..a {
                 let kv = f + l;
                 let fr = mask.column_fractions(kv);
                 let visits = (0..m)
                     .map(|t| {
-                        let (q, rank) = match &cycle {
-                            // The paper's closed form, kept as written (docs/model.md).
-                            None => {
-                                let q = (l + t) % m;
-                                (q, (q.min(a - 1) + a - l) % a)
-                            }
-                            Some(c) => {
-                                let q = c.row(l, t);
-                                (q, c.rank(l, q))
-                            }
-                        };
-                        Visit::new(kv, q, f + rank, fr[q as usize])
+                        let q = cycle.row(l, t);
+                        Visit::new(kv, q, f + cycle.rank(l, q), fr[q as usize])
                     })
                     .collect();
                 units.push(Unit { bh, visits, dkv_ranks: dkv_ranks(problem, bh, 1) });
@@ -299,21 +301,15 @@ fn symmetric_shift(problem: &Problem, mask: &TileMask, machine: Machine, starts:
                 (lo(j)..m).for_each(|q| long_cover[q as usize] += 1);
                 (lo(n - 1 - j)..m).for_each(|q| short_cover[q as usize] += 1);
             }
-            let cycle = matches!(starts, Starts::Spread).then(|| Cycle::spread(rect, a));
+            let cycle = Cycle::new(rect, a, starts);
             for l in 0..a {
                 let j = f + l;
                 let short = n - 1 - j;
                 let mut visits = Vec::with_capacity((m - lo(j) + m - lo(short)) as usize);
                 for t in 0..rect {
-                    let (row, rank) = match &cycle {
-                        None => {
-                            let row = (l + t) % rect;
-                            (row, (row.min(a - 1) + a - l) % a)
-                        }
-                        Some(c) => (c.row(l, t), c.rank(l, c.row(l, t))),
-                    };
+                    let row = cycle.row(l, t);
                     let q = r0 + row;
-                    visits.push(Visit::new(j, q, offset[q as usize] + rank, frac(j, q)));
+                    visits.push(Visit::new(j, q, offset[q as usize] + cycle.rank(l, row), frac(j, q)));
                 }
                 for q in lo(j)..r0 {
                     // Triangle rows arrive from the highest covering KV (f + cover - 1) first.
