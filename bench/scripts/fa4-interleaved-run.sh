@@ -1,38 +1,44 @@
 #!/usr/bin/env bash
-# FlashAttention-4 and dashc on the long rows (seqlen 8192 and 16384, both head dims and masks), interleaved on one
-# device machine: ROUNDS rounds (default 3), each timing FA4 deterministic and not (the shared anchors.py, REPS
-# medians) and `dashc bench` of the same rows, the two in alternating order, with the SM clock, power and throttle
-# reasons logged every 200 ms. One 20-rep median moves by several percent on these rows from one measurement to
-# the next (run 82); the rounds show by how much, for FA4 and dashc alike.
+# FlashAttention-4 and dashc on the same rows, interleaved on one device machine: ROUNDS rounds (default 3), each
+# timing FA4 deterministic and not (the shared anchors.py, REPS medians, both masks) and `dashc bench` of the same
+# rows, the two in alternating order, with the SM clock, power and throttle reasons logged every 200 ms. One 20-rep
+# median moves by several percent on the long rows from one measurement to the next (run 82); the rounds show by
+# how much, for FA4 and dashc alike.
+# Environment: SEQLENS (default 8192,16384), MASKS (dashc's masks, default full,causal; FA4 always times both),
+# SCHEDULES, REPS, ROUNDS, FIRST_ROUND (the number of the first round, so that a later call on the same machine
+# continues the numbering), FA4=0 (dashc only), LAST_ROUND_BEFORE (no round starts after this many seconds).
 # The FA4 wheels travel as in bench/scripts/fa4-bench-run.sh: first `PART=park bash bench/scripts/fa4-bench-run.sh`
 # carrying target/fa4A, then this script, on the still warm machine, carrying target/fa4B, target/dashc-dev and
-# target/cutlass-wheel (bench/results moved out of the working tree for both calls: 64 MiB limit).
+# target/cutlass-wheel (bench/results moved out of the working tree for both calls: 64 MiB limit). FA4 is
+# installed once per machine: a later call with FA4=1 still needs target/fa4B (for anchors.py).
 set -uo pipefail
 export PATH=/usr/local/cuda/bin:$PATH
 REPO=$PWD; D=target/dashc-dev; W=/tmp/dashc-run; R=$OUT/raw; mkdir -p $R
 nvidia-smi --query-gpu=name,uuid,driver_version,clocks.max.sm,power.limit --format=csv,noheader | tee $OUT/device.txt
 WHEEL=$(ls target/cutlass-wheel/nvidia_cutlass-*.whl) kernels/fetch-cutlass.sh > /dev/null
-source bench/scripts/fa4-install.sh || exit 1
+[ "${FA4:-1}" = 1 ] && { source bench/scripts/fa4-install.sh || exit 1; }
 nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_throttle_reasons.active \
   --format=csv -lms 200 > $R/smi.csv 2>/dev/null &
 SMI=$!
 fa4() {
   mkdir -p $R/fa4-round$1
   echo "round $1 fa4 start ${SECONDS}s" >> $R/events.txt
-  (cd $R/fa4-round$1 && SEQLENS=${SEQLENS:-8192,16384} PROVIDERS=fa4-det,fa4 REPS=${REPS:-20} RESULTS_DIR=. timeout 200 \
+  (cd $R/fa4-round$1 && SEQLENS=${SEQLENS:-8192,16384} PROVIDERS=fa4-det,fa4 REPS=${REPS:-20} RESULTS_DIR=. timeout ${FA4_LIMIT:-200} \
     python3 -c "import site,runpy; site.addsitedir('/tmp/site'); runpy.run_path('$REPO/target/fa4B/anchors.py', run_name='__main__')" \
     > fa4.log 2>&1)
 }
 dashc() {
   mkdir -p $R/dashc-round$1
   echo "round $1 dashc start ${SECONDS}s" >> $R/events.txt
-  $D bench --arch sm90 --work-dir $W --reps ${REPS:-20} --seqlens ${SEQLENS:-8192,16384} --no-check \
+  $D bench --arch sm90 --work-dir $W --reps ${REPS:-20} --seqlens ${SEQLENS:-8192,16384} --masks ${MASKS:-full,causal} --no-check \
     --schedules ${SCHEDULES:-naive,shift,spread-shift,symmetric-shift,spread-symmetric-shift} --out $R/dashc-round$1 \
     > $R/dashc-round$1/bench.log 2>&1
 }
-for round in $(seq 1 "${ROUNDS:-3}"); do
-  [ $round -gt 1 ] && [ $SECONDS -gt ${LAST_ROUND_BEFORE:-380} ] && { echo "round $round skipped (time)"; break; }
-  if [ $((round % 2)) = 1 ]; then fa4 $round; dashc $round; else dashc $round; fa4 $round; fi
+first=${FIRST_ROUND:-1}
+for round in $(seq $first $((first + ${ROUNDS:-3} - 1))); do
+  [ $round -gt $first ] && [ $SECONDS -gt ${LAST_ROUND_BEFORE:-380} ] && { echo "round $round skipped (time)"; break; }
+  if [ "${FA4:-1}" != 1 ]; then dashc $round
+  elif [ $((round % 2)) = 1 ]; then fa4 $round; dashc $round; else dashc $round; fa4 $round; fi
   echo "round $round done at ${SECONDS}s"
 done
 kill $SMI
