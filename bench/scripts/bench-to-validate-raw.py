@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """A `dashc bench` JSON as a `dashc validate` raw file, so that `validate --from-raw` can set the model's predictions
-beside a bench's measurements (the deterministic build's main-kernel median per configuration and schedule).
+beside a bench's measurements (the deterministic build's main-kernel median per configuration and schedule; with
+`bench --rounds`, the median of the rounds' medians).
 
 Usage: python3 bench/scripts/bench-to-validate-raw.py BENCH_JSON > validate-raw.json
 The bench must record its launch (`launch`, since commit f8fc613). No traced Gantt runs: the report draws none.
 """
 import json
+import statistics
 import sys
 
 
@@ -18,12 +20,18 @@ def main():
     device = bench["device"]
     rows = []
     for c in bench["configs"]:
+        # One row per schedule: with `bench --rounds N` the median over the rounds, failed if any round failed.
+        per_schedule = {}
         for r in c["results"]:
-            det = r["deterministic"]
+            per_schedule.setdefault(r["schedule"], []).append(r["deterministic"])
+        for schedule, rounds in per_schedule.items():
+            failed = [d["status"] for d in rounds if d["status"] != "ok"]
+            ok = not failed
             rows.append({
                 "mask": c["mask"], "head_dim": c["head_dim"], "heads": c["heads"], "seqlen": c["seqlen"],
-                "batch": c["batch"], "schedule": r["schedule"], "status": det["status"],
-                "main_ms": det["time_ms"]["main_median"], "total_ms": det["time_ms"]["total_median"],
+                "batch": c["batch"], "schedule": schedule, "status": failed[0] if failed else "ok",
+                "main_ms": statistics.median(d["time_ms"]["main_median"] for d in rounds) if ok else None,
+                "total_ms": statistics.median(d["time_ms"]["total_median"] for d in rounds) if ok else None,
             })
     raw = {
         "format": "dashc-validation-raw", "schema_version": bench["schema_version"],

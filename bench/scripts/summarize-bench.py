@@ -2,7 +2,8 @@
 """Summary table of `dashc bench` JSONs beside the anchors (shared/reference/anchors.md).
 
 Usage: python3 bench/scripts/summarize-bench.py BENCH_JSON[,BENCH_JSON...] ANCHORS_MD [FA4_JSON] > summary-table.md
-Per configuration: the best deterministic schedule (whole-backward TFLOPS), its atomic variant, the cost of
+Per configuration: the best deterministic schedule (whole-backward TFLOPS, the mean over the bench's rounds), its
+atomic variant, the cost of
 determinism (1 - det / atomic; negative when the deterministic build is faster) and the anchors. Several bench JSONs
 (comma-separated: one run per mask, say) make one table. FA4_JSON, the anchors.json that shared/bench/anchors.py writes
 (providers fa4-det and fa4), adds FlashAttention-4 as measured beside the bench, on the same day and GPU model.
@@ -49,14 +50,22 @@ def main():
         print("|---" * 17 + "|")
     configs.sort(key=lambda c: (c["mask"] != "full", c["head_dim"], c["seqlen"]))
     for c in configs:
-        ok = [r for r in c["results"] if r.get("deterministic", {}).get("status") == "ok"]
-        best = max(ok, key=lambda r: r["deterministic"]["tflops"]["total"])
-        det = best["deterministic"]["tflops"]["total"]
-        atomic = best["nondeterministic"]["tflops"]["total"]
+        # Per schedule, the mean over the rounds (`bench --rounds`; one round before it existed); a schedule
+        # that failed in any round is left out.
+        per_schedule = {}
+        for r in c["results"]:
+            per_schedule.setdefault(r["schedule"], []).append(r)
+        means = {}
+        for name, rounds in per_schedule.items():
+            if all(r.get("deterministic", {}).get("status") == "ok" for r in rounds):
+                mean = lambda kind: sum(r[kind]["tflops"]["total"] for r in rounds) / len(rounds)
+                means[name] = (mean("deterministic"), mean("nondeterministic"))
+        best = max(means, key=lambda name: means[name][0])
+        det, atomic = means[best]
         key = (c["head_dim"], c["mask"], c["seqlen"])
         fa4d, fa4, fa2 = anchor_rows[key]
         rel = lambda a: f"{(det / a - 1) * 100:+.0f}%" if a else "–"
-        row = (f"| {c['head_dim']} | {c['mask']} | {c['seqlen']} | {best['schedule']} | {det:.1f} | {atomic:.1f} "
+        row = (f"| {c['head_dim']} | {c['mask']} | {c['seqlen']} | {best} | {det:.1f} | {atomic:.1f} "
                f"| {(1 - det / atomic) * 100:.1f}% | {fa4d:g} | {fa4:g} | {fa2:g} ")
         if measured is None:
             print(row + f"| {rel(fa4d)} | {rel(fa4)} | {rel(fa2)} |")

@@ -458,6 +458,11 @@ pub struct BenchArgs {
     /// Folder for the JSON results
     #[arg(long, default_value = "bench/results", value_name = "DIR")]
     pub out: PathBuf,
+    /// Measure every configuration and schedule N times: odd rounds run the configurations and their schedules in
+    /// the usual order, even rounds in reverse, so that a drift of the GPU's clocks over the run does not favour
+    /// whatever runs first. The table shows the mean over rounds and the range; the JSON keeps every round.
+    #[arg(allow_negative_numbers = true, long, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub rounds: u32,
 }
 
 /// The budget of a schedule search (`--schedule search`, `dashc search`); see docs/search.md.

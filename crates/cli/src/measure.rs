@@ -38,13 +38,15 @@ impl Measured {
 }
 
 /// Runs every applicable schedule of `setup` on the GPU. Kernels are built once per configuration under
-/// `gpu.work_dir` and reused while their sources are unchanged.
+/// `gpu.work_dir` and reused while their sources are unchanged. With `reverse_order` the schedules run last to
+/// first (`bench --rounds`); the outcomes come back in the usual order either way.
 pub fn measure_setup(
     setup: &Setup,
     gpu: &GpuArgs,
     target: &Target,
     nvcc: &Path,
     with_nondeterministic: bool,
+    reverse_order: bool,
 ) -> Result<Vec<Outcome<Measured>>> {
     let templates = Templates::embedded();
     let det_config = kernel_config(&setup.problem, &setup.mask, true, target)?;
@@ -55,7 +57,7 @@ pub fn measure_setup(
     }
     prebuild(nvcc, &gpu.work_dir, &configs, &target.env)?;
     // Predict and generate on the CPU in parallel; keep only the prediction and the generated files.
-    let prepared = setup.evaluate_each(false, |e| {
+    let mut prepared = setup.evaluate_each(false, |e| {
         let det = generate(&e.schedule, &det_config, &templates, &target.env);
         let nondet = with_nondeterministic.then(|| generate(&e.schedule, &nondet_config, &templates, &target.env));
         (e.schedule.name().to_string(), e.makespan(), det, nondet)
@@ -74,6 +76,9 @@ pub fn measure_setup(
         trace: None,
         dump: None,
     };
+    if reverse_order {
+        prepared.reverse();
+    }
     let p = &setup.problem;
     let shape_tag = format!("b{}h{}q{}k{}", p.batch(), p.heads(), p.seqlen_q(), p.seqlen_k());
     let dq_shape = DqShape {
@@ -148,6 +153,9 @@ pub fn measure_setup(
             nondeterministic,
             vs_nondeterministic,
         }));
+    }
+    if reverse_order {
+        out.reverse();
     }
     Ok(out)
 }

@@ -17,6 +17,15 @@ use crate::output::{SCHEMA_VERSION, table, write_file};
 use crate::setup::{Outcome, Setup};
 use crate::sweep::{Config, Plan, mask_name};
 
+/// One schedule measured in one round.
+#[derive(Serialize)]
+struct RoundMeasured {
+    /// 1 to `--rounds`.
+    round: u32,
+    #[serde(flatten)]
+    measured: Measured,
+}
+
 #[derive(Serialize)]
 struct ConfigResult {
     head_dim: u32,
@@ -24,7 +33,8 @@ struct ConfigResult {
     seqlen: u32,
     batch: u32,
     heads: u32,
-    results: Vec<Measured>,
+    /// Every round's measurement of every applicable schedule: round 1's schedules first.
+    results: Vec<RoundMeasured>,
     skipped: Vec<(String, String)>,
 }
 
@@ -38,6 +48,8 @@ struct BenchJson<'a> {
     arch: String,
     /// The launch every configuration ran with ("in-order" or "persistent").
     launch: &'static str,
+    /// How many times every configuration and schedule was measured (`--rounds`).
+    rounds: u32,
     configs: Vec<ConfigResult>,
 }
 
@@ -68,39 +80,55 @@ pub fn run(args: BenchArgs) -> Result<()> {
     eprintln!("bench: building {} kernel variants", kernel_configs.len());
     prebuild(&nvcc, &args.gpu.work_dir, &kernel_configs, &target.env)?;
 
+    let rounds = args.rounds;
     let bar = if std::io::stderr().is_terminal() {
-        let bar = ProgressBar::new(configs.len() as u64);
+        let bar = ProgressBar::new(configs.len() as u64 * u64::from(rounds));
         bar.set_style(ProgressStyle::with_template("{bar:30} {pos}/{len} {msg} [{elapsed}]").expect("valid template"));
         bar
     } else {
         ProgressBar::hidden()
     };
-    let mut results = Vec::new();
-    for (c, setup) in &configs {
-        let label = format!("head dim {}, {} mask, seqlen {}", c.head_dim, mask_name(c.mask), c.seqlen);
-        bar.set_message(label.clone());
-        if bar.is_hidden() {
-            eprintln!("bench: {label}");
-        }
-        let outcomes = measure_setup(setup, &args.gpu, &target, &nvcc, true).with_context(|| label.clone())?;
-        let mut done = Vec::new();
-        let mut skipped = Vec::new();
-        for o in outcomes {
-            match o {
-                Outcome::Done(m) => done.push(m),
-                Outcome::Skipped { schedule, reason } => skipped.push((schedule.to_string(), reason)),
-            }
-        }
-        results.push(ConfigResult {
+    let mut results: Vec<ConfigResult> = configs
+        .iter()
+        .map(|(c, _)| ConfigResult {
             head_dim: c.head_dim,
             mask: mask_name(c.mask),
             seqlen: c.seqlen,
             batch: c.batch,
             heads: c.heads,
-            results: done,
-            skipped,
-        });
-        bar.inc(1);
+            results: Vec::new(),
+            skipped: Vec::new(),
+        })
+        .collect();
+    for round in 1..=rounds {
+        // Even rounds run backwards, configurations and schedules alike: a drift over the run then weighs on
+        // every schedule alike in the mean (docs/gpu.md).
+        let reverse = round % 2 == 0;
+        let order: Vec<usize> = if reverse { (0..configs.len()).rev().collect() } else { (0..configs.len()).collect() };
+        for i in order {
+            let (c, setup) = &configs[i];
+            let mut label = format!("head dim {}, {} mask, seqlen {}", c.head_dim, mask_name(c.mask), c.seqlen);
+            if rounds > 1 {
+                label = format!("round {round} of {rounds}, {label}");
+            }
+            bar.set_message(label.clone());
+            if bar.is_hidden() {
+                eprintln!("bench: {label}");
+            }
+            let outcomes =
+                measure_setup(setup, &args.gpu, &target, &nvcc, true, reverse).with_context(|| label.clone())?;
+            for o in outcomes {
+                match o {
+                    Outcome::Done(measured) => results[i].results.push(RoundMeasured { round, measured }),
+                    // Applicability does not change between rounds.
+                    Outcome::Skipped { schedule, reason } if round == 1 => {
+                        results[i].skipped.push((schedule.to_string(), reason))
+                    }
+                    Outcome::Skipped { .. } => {}
+                }
+            }
+            bar.inc(1);
+        }
     }
     bar.finish_and_clear();
 
@@ -113,6 +141,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
         device: &device,
         arch: target.describe(),
         launch: plan.base_launch().name(),
+        rounds,
         configs: results,
     };
     let slug: String = device.name.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).collect();
@@ -120,17 +149,18 @@ pub fn run(args: BenchArgs) -> Result<()> {
     let path = args.out.join(format!("bench-{stamp}-{slug}.json"));
     write_file(&path, &serde_json::to_string_pretty(&doc)?)?;
 
-    println!("{} main loop, {} launch", target.describe(), doc.launch);
-    print!("{}", bench_table(&doc.configs));
+    let mean = if rounds > 1 { format!(", TFLOPS the mean of {rounds} rounds") } else { String::new() };
+    println!("{} main loop, {} launch{mean}", target.describe(), doc.launch);
+    print!("{}", bench_table(&doc.configs, rounds));
     println!("\nraw results: {}", path.display());
     let failed: Vec<String> = doc
         .configs
         .iter()
         .flat_map(|c| {
-            c.results
-                .iter()
-                .filter(|m| !m.ok())
-                .map(move |m| format!("hd{} {} {} {}", c.head_dim, c.mask, c.seqlen, m.schedule))
+            c.results.iter().filter(|r| !r.measured.ok()).map(move |r| {
+                let round = if rounds > 1 { format!(" (round {})", r.round) } else { String::new() };
+                format!("hd{} {} {} {}{round}", c.head_dim, c.mask, c.seqlen, r.measured.schedule)
+            })
         })
         .collect();
     if !failed.is_empty() {
@@ -139,30 +169,77 @@ pub fn run(args: BenchArgs) -> Result<()> {
     Ok(())
 }
 
-/// Per configuration and schedule: deterministic and atomic TFLOPS, the cost of determinism, and the anchors.
-fn bench_table(configs: &[ConfigResult]) -> String {
+/// One schedule's measurements over the rounds, in round order.
+struct ScheduleRounds<'a> {
+    schedule: &'a str,
+    rounds: Vec<&'a Measured>,
+}
+
+/// The results of one configuration grouped by schedule, in the order of their first measurement.
+fn by_schedule(results: &[RoundMeasured]) -> Vec<ScheduleRounds<'_>> {
+    let mut groups: Vec<ScheduleRounds> = Vec::new();
+    for r in results {
+        match groups.iter_mut().find(|g| g.schedule == r.measured.schedule) {
+            Some(g) => g.rounds.push(&r.measured),
+            None => groups.push(ScheduleRounds { schedule: &r.measured.schedule, rounds: vec![&r.measured] }),
+        }
+    }
+    groups
+}
+
+/// The mean of the values, or None when any round has none (it failed): a mean over the rounds that happened to
+/// pass would read as a measurement of the schedule.
+fn mean_of(values: impl Iterator<Item = Option<f64>>) -> Option<f64> {
+    let values: Option<Vec<f64>> = values.collect();
+    values.filter(|v| !v.is_empty()).map(|v| v.iter().sum::<f64>() / v.len() as f64)
+}
+
+/// Per configuration and schedule: deterministic and atomic TFLOPS (the mean over the rounds, with the range of
+/// the deterministic one when there are several), the cost of determinism, and the anchors.
+fn bench_table(configs: &[ConfigResult], rounds: u32) -> String {
     let mut rows = Vec::new();
     let fmt = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.1}"));
     for c in configs {
         let a = anchor(c.head_dim, c.mask == "causal", c.seqlen, c.batch);
-        let best_det = c.results.iter().filter_map(|m| m.deterministic.tflops.total).fold(0.0, f64::max);
-        for m in &c.results {
-            let det = m.deterministic.tflops.total;
-            let atomic = m.nondeterministic.as_ref().and_then(|r| r.tflops.total);
+        let groups = by_schedule(&c.results);
+        let det_of = |g: &ScheduleRounds| mean_of(g.rounds.iter().map(|m| m.deterministic.tflops.total));
+        let best_det = groups.iter().filter_map(det_of).fold(0.0, f64::max);
+        for g in &groups {
+            let det = det_of(g);
+            let atomic = mean_of(g.rounds.iter().map(|m| m.nondeterministic.as_ref().and_then(|r| r.tflops.total)));
             let cost = match (det, atomic) {
                 (Some(d), Some(n)) if n > 0.0 => format!("{:.1}%", (1.0 - d / n) * 100.0),
                 _ => "-".into(),
             };
             let best = det == Some(best_det);
-            rows.push(vec![
+            // The worst round: a failed comparison first, else the largest distance.
+            let agreement = g.rounds.iter().filter_map(|m| m.vs_nondeterministic.as_ref()).max_by(|x, y| {
+                (!x.ok, x.worst()).partial_cmp(&(!y.ok, y.worst())).unwrap_or(std::cmp::Ordering::Greater)
+            });
+            let status = g
+                .rounds
+                .iter()
+                .map(|m| &m.deterministic.status)
+                .find(|s| *s != "ok")
+                .unwrap_or(&g.rounds[0].deterministic.status);
+            let mut row = vec![
                 format!("{} {} {}", c.head_dim, c.mask, c.seqlen),
-                format!("{}{}", m.schedule, if best { " *" } else { "" }),
+                format!("{}{}", g.schedule, if best { " *" } else { "" }),
                 fmt(det),
+            ];
+            if rounds > 1 {
+                let values: Vec<f64> = g.rounds.iter().filter_map(|m| m.deterministic.tflops.total).collect();
+                row.push(match values.iter().copied().reduce(f64::min).zip(values.iter().copied().reduce(f64::max)) {
+                    Some((lo, hi)) => format!("{lo:.1} .. {hi:.1}"),
+                    None => "-".into(),
+                });
+            }
+            row.extend([
                 fmt(atomic),
                 cost,
-                m.vs_nondeterministic.as_ref().map_or("-".into(), Agreement::table_cell),
-                if m.deterministic.repeatable { "yes".into() } else { "NO".into() },
-                m.deterministic.status.clone(),
+                agreement.map_or("-".into(), Agreement::table_cell),
+                if g.rounds.iter().all(|m| m.deterministic.repeatable) { "yes".into() } else { "NO".into() },
+                status.clone(),
                 a.map_or("-".into(), |a| format!("{:.0}", a.fa4_deterministic)),
                 a.map_or("-".into(), |a| format!("{:.0}", a.fa4)),
                 a.map_or("-".into(), |a| format!("{:.0}", a.fa2)),
@@ -171,12 +248,14 @@ fn bench_table(configs: &[ConfigResult]) -> String {
                     _ => "-".into(),
                 },
             ]);
+            rows.push(row);
         }
     }
-    let headers = [
-        "hd mask seqlen",
-        "schedule (* best)",
-        "det TFLOPS",
+    let mut headers = vec!["hd mask seqlen", "schedule (* best)", "det TFLOPS"];
+    if rounds > 1 {
+        headers.push("det range");
+    }
+    headers.extend([
         "atomic TFLOPS",
         "det cost",
         "vs atomic",
@@ -186,6 +265,6 @@ fn bench_table(configs: &[ConfigResult]) -> String {
         "FA4",
         "FA2",
         "vs FA4 det",
-    ];
+    ]);
     table(&headers, &rows)
 }

@@ -55,7 +55,7 @@ pub fn run(args: RunArgs) -> Result<()> {
     if let Some(c) = &setup.calibrated {
         crate::gpu::check_costs_main_loop(&setup.costs, &c.path, &target)?;
     }
-    let outcomes = measure_setup(&setup, &args.gpu, &target, &nvcc, args.nondeterministic)?;
+    let outcomes = measure_setup(&setup, &args.gpu, &target, &nvcc, args.nondeterministic, false)?;
     let measured: Vec<&Measured> = outcomes
         .iter()
         .filter_map(|o| match o {

@@ -219,7 +219,7 @@ fn measure(args: &ValidateArgs, costs: &CostsFile, costs_path: &Path) -> Result<
     for (c, setup) in &setups {
         let label = format!("{} mask, head dim {}, seqlen {}", mask_name(c.mask), c.head_dim, c.seqlen);
         eprintln!("validate: {label}");
-        for o in measure_setup(setup, &args.gpu, &target, &nvcc, false).with_context(|| label.clone())? {
+        for o in measure_setup(setup, &args.gpu, &target, &nvcc, false, false).with_context(|| label.clone())? {
             if let Outcome::Done(m) = o {
                 rows.push(RawRow {
                     mask: mask_name(c.mask).to_string(),

@@ -136,6 +136,7 @@ fn gpu_command_inputs_are_checked_before_any_probe() {
     // These need no toolchain or GPU to be refused: exit 2 on any machine, not 3.
     fails_with(&["run", "--seqlen", "1024", "--reps", "0"], 2, "invalid value '0' for '--reps <N>'");
     fails_with(&["bench", "--reps", "0"], 2, "invalid value '0' for '--reps <N>'");
+    fails_with(&["bench", "--rounds", "0"], 2, "invalid value '0' for '--rounds <N>'");
     fails_with(
         &["run", "--seqlen", "1024", "--head-dim", "96", "--schedule", "spt"],
         2,

@@ -148,6 +148,63 @@ fn bench_records_its_launch_and_defaults_to_persistent_on_the_sm90_loop() {
 }
 
 #[test]
+#[cfg(unix)]
+fn bench_rounds_alternate_the_order_and_report_the_mean() {
+    let hopper = fake_gpu_machine("fake-hopper-rounds");
+    let cutlass = fake_cutlass("fake-hopper-rounds-cutlass");
+    let out_dir = hopper.join("results");
+    let counter = hopper.join("counter");
+    let out = Command::new(env!("CARGO_BIN_EXE_dashc"))
+        .args(["bench", "--seqlens", "512", "--head-dims", "64", "--masks", "full", "--schedules", "naive,spt"])
+        .args(["--tokens", "512", "--hidden", "64", "--rounds", "2"])
+        .args(["--reps", "1", "--no-check", "--out", out_dir.to_str().unwrap()])
+        .args(["--work-dir", hopper.join("work").to_str().unwrap()])
+        .current_dir(&hopper)
+        .env_clear()
+        .env("PATH", &hopper)
+        .env("FAKE_VALUES", "32768")
+        .env("FAKE_COUNTER", &counter)
+        .env("CUTLASS_INCLUDE", &cutlass)
+        .output()
+        .expect("dashc runs");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let file = std::fs::read_dir(&out_dir).unwrap().next().expect("a bench JSON").unwrap().path();
+    let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
+    assert_eq!(doc["rounds"], 2);
+    // Round 1 runs naive (det, atomic) then spt; round 2 runs spt first. The n-th run reports 100 + n.
+    let runs: Vec<(u64, String, f64, f64)> = doc["configs"][0]["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["round"].as_u64().unwrap(),
+                r["schedule"].as_str().unwrap().to_string(),
+                r["deterministic"]["tflops"]["total"].as_f64().unwrap(),
+                r["nondeterministic"]["tflops"]["total"].as_f64().unwrap(),
+            )
+        })
+        .collect();
+    let expected =
+        [(1, "naive", 101.0, 102.0), (1, "spt", 103.0, 104.0), (2, "naive", 107.0, 108.0), (2, "spt", 105.0, 106.0)];
+    assert_eq!(runs.len(), expected.len());
+    for (got, want) in runs.iter().zip(expected) {
+        assert_eq!((got.0, got.1.as_str(), got.2, got.3), want);
+    }
+    // The table: the mean over rounds, equal for both schedules since the order alternated, and the range.
+    let table = stdout(&out);
+    assert!(table.contains("det range"), "{table}");
+    for (schedule, range) in [("naive", "101.0 .. 107.0"), ("spt", "103.0 .. 105.0")] {
+        let row = table.lines().find(|l| l.contains(&format!(" {schedule}"))).unwrap_or_else(|| panic!("{table}"));
+        assert!(row.contains("104.0") && row.contains(range) && row.contains("105.0"), "{row}");
+    }
+    assert!(table.contains("mean of 2 rounds"), "{table}");
+    for dir in [hopper, cutlass] {
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
+
+#[test]
 fn codegen_defaults_to_the_launch_of_its_main_loop() {
     let cutlass = fake_cutlass("codegen-launch-cutlass");
     let launch_line = |extra: &[&str]| {
@@ -230,7 +287,8 @@ fn bench_lists_must_not_be_empty() {
 /// A stand-in GPU machine for the host side of `run`: an `nvidia-smi` that names a GPU, an `nvcc` whose
 /// "build" writes a shell-script harness, and `timeout`. The harness prints a passing result line and, given
 /// `--dump DIR`, writes $FAKE_VALUES ones (raw bf16) as each of dQ, dK and dV; with FAKE_DET_DQ set, the
-/// deterministic build's first dQ value is 3 instead. With FAKE_NO_DUMP set it writes nothing. So the test
+/// deterministic build's first dQ value is 3 instead. With FAKE_NO_DUMP set it writes nothing. With FAKE_COUNTER
+/// naming a file, the n-th harness run reports 100 + n TFLOPS (the order of the runs shows). So the test
 /// exercises what dashc does with real harnesses (dump folders, the comparison, the verdict), not the kernels.
 fn fake_gpu_machine(name: &str) -> PathBuf {
     fake_gpu_machine_with_cap(name, "9.0")
@@ -250,6 +308,10 @@ while [ $# -gt 0 ]; do
   shift
 done
 case "$PWD" in *nondet*) det=false ;; *) det=true ;; esac
+total=100.0
+if [ -n "$FAKE_COUNTER" ]; then
+  n=0; [ -f "$FAKE_COUNTER" ] && read n < "$FAKE_COUNTER"; n=$((n + 1)); echo $n > "$FAKE_COUNTER"; total=$((100 + n))
+fi
 ones() { i=0; while [ $i -lt "$1" ]; do printf '\200\077'; i=$((i + 1)); done; }
 if [ -n "$dump" ] && [ -z "$FAKE_NO_DUMP" ]; then
   if [ "$det" = true ] && [ -n "$FAKE_DET_DQ" ]; then { printf '\100\100'; ones $((FAKE_VALUES - 1)); } > "$dump/dq.bf16"
@@ -257,7 +319,7 @@ if [ -n "$dump" ] && [ -z "$FAKE_NO_DUMP" ]; then
   ones "$FAKE_VALUES" > "$dump/dk.bf16"
   ones "$FAKE_VALUES" > "$dump/dv.bf16"
 fi
-echo '{"status":"ok","schedule":"naive","variant":"fake","device":"Fake GPU","sm_count":132,"deterministic":'$det',"units":8,"visits":64,"time_ms":{"total_median":1.0,"main_median":0.9,"total_min":1.0,"main_min":0.9},"tflops":{"total":100.0,"main":110.0},"check":{"ran":false,"rel_l2_dq":null,"rel_l2_dk":null,"rel_l2_dv":null,"tolerance":0.02},"finite":true,"poison_ok":true,"repeatable":true,"repeat_runs":5,"main_kernel":{"registers":128,"local_bytes":0,"smem_bytes":1024},"spin_error":{"code":0,"unit":0,"bh":0,"q_tile":0,"wanted_rank":0,"seen":0}}'
+echo '{"status":"ok","schedule":"naive","variant":"fake","device":"Fake GPU","sm_count":132,"deterministic":'$det',"units":8,"visits":64,"time_ms":{"total_median":1.0,"main_median":0.9,"total_min":1.0,"main_min":0.9},"tflops":{"total":'$total',"main":110.0},"check":{"ran":false,"rel_l2_dq":null,"rel_l2_dk":null,"rel_l2_dv":null,"tolerance":0.02},"finite":true,"poison_ok":true,"repeatable":true,"repeat_runs":5,"main_kernel":{"registers":128,"local_bytes":0,"smem_bytes":1024},"spin_error":{"code":0,"unit":0,"bh":0,"q_tile":0,"wanted_rank":0,"seen":0}}'
 "#;
     let tools = [
         ("nvidia-smi", format!("#!/bin/sh\necho '{gpu}, {compute_cap}, 1.0'\n")),
