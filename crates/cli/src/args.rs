@@ -458,11 +458,19 @@ pub struct BenchArgs {
     /// Folder for the JSON results
     #[arg(long, default_value = "bench/results", value_name = "DIR")]
     pub out: PathBuf,
+    #[command(flatten)]
+    pub rounds: RoundsArgs,
+}
+
+/// `--rounds` of `bench` and `validate`.
+#[derive(Debug, Clone, Args)]
+pub struct RoundsArgs {
     /// Measure every configuration and schedule N times: odd rounds run the configurations and their schedules in
     /// the usual order, even rounds in reverse, so that a drift of the GPU's clocks over the run does not favour
-    /// whatever runs first. The table shows the mean over rounds and the range; the JSON keeps every round.
-    #[arg(allow_negative_numbers = true, long, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
-    pub rounds: u32,
+    /// whatever runs first (bench: the table shows the mean and the range, the JSON every round; validate: the
+    /// median over the rounds)
+    #[arg(allow_negative_numbers = true, long = "rounds", default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub count: u32,
 }
 
 /// The budget of a schedule search (`--schedule search`, `dashc search`); see docs/search.md.
@@ -556,4 +564,6 @@ pub struct ValidateArgs {
     /// Sequence length of the Gantt pairs (head dim 128; full: shift, causal: descending)
     #[arg(allow_negative_numbers = true, long, default_value_t = 512, value_name = "TOKENS")]
     pub gantt_seqlen: u32,
+    #[command(flatten)]
+    pub rounds: RoundsArgs,
 }

@@ -160,6 +160,13 @@ pub fn measure_setup(
     Ok(out)
 }
 
+/// The order of one round of `--rounds` (1-based): the configuration indices, and whether each configuration's
+/// schedules run reversed. Odd rounds run in the usual order, even rounds backwards, configurations and schedules
+/// alike, so that a drift of the GPU over the run weighs on every schedule alike once the rounds are averaged.
+pub fn round_order(configs: usize, round: u32) -> (Vec<usize>, bool) {
+    if round.is_multiple_of(2) { ((0..configs).rev().collect(), true) } else { ((0..configs).collect(), false) }
+}
+
 /// Pairs of schedules whose predicted makespans differ by more than `threshold` (relative): how many of them
 /// the measurement orders the same way. Returns (agreeing, pairs).
 pub fn ordering_agreement(measured: &[&Measured], threshold: f64) -> (usize, usize) {

@@ -12,7 +12,7 @@ use crate::anchors::anchor;
 use crate::args::BenchArgs;
 use crate::exit::{CheckFailed, bad_input};
 use crate::gpu::{Device, Target, find_nvcc, kernel_config, prebuild, probe_device};
-use crate::measure::{Measured, measure_setup};
+use crate::measure::{Measured, measure_setup, round_order};
 use crate::output::{SCHEMA_VERSION, table, write_file};
 use crate::setup::{Outcome, Setup};
 use crate::sweep::{Config, Plan, mask_name};
@@ -80,7 +80,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
     eprintln!("bench: building {} kernel variants", kernel_configs.len());
     prebuild(&nvcc, &args.gpu.work_dir, &kernel_configs, &target.env)?;
 
-    let rounds = args.rounds;
+    let rounds = args.rounds.count;
     let bar = if std::io::stderr().is_terminal() {
         let bar = ProgressBar::new(configs.len() as u64 * u64::from(rounds));
         bar.set_style(ProgressStyle::with_template("{bar:30} {pos}/{len} {msg} [{elapsed}]").expect("valid template"));
@@ -101,10 +101,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
         })
         .collect();
     for round in 1..=rounds {
-        // Even rounds run backwards, configurations and schedules alike: a drift over the run then weighs on
-        // every schedule alike in the mean (docs/gpu.md).
-        let reverse = round % 2 == 0;
-        let order: Vec<usize> = if reverse { (0..configs.len()).rev().collect() } else { (0..configs.len()).collect() };
+        let (order, reverse) = round_order(configs.len(), round);
         for i in order {
             let (c, setup) = &configs[i];
             let mut label = format!("head dim {}, {} mask, seqlen {}", c.head_dim, mask_name(c.mask), c.seqlen);

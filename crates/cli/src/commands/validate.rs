@@ -17,8 +17,8 @@ use crate::args::{ConfigsArgs, CostArgs, MaskArg, ShapeArgs, ShapeOnly, Validate
 use crate::commands::calibrate::{provenance, summary};
 use crate::costs_file::{CostsFile, write_atomic, write_atomic_bytes};
 use crate::exit::bad_input;
-use crate::gpu::{Target, find_nvcc, kernel_config, prebuild, probe_device};
-use crate::measure::measure_setup;
+use crate::gpu::{HarnessResult, Target, find_nvcc, kernel_config, prebuild, probe_device};
+use crate::measure::{measure_setup, round_order};
 use crate::output::{SCHEMA_VERSION, table};
 use crate::plot::gantt::{Gantt, Part};
 use crate::plot::scatter::{Point, Scatter};
@@ -48,8 +48,19 @@ struct Raw {
     /// recorded leave it out: see `Raw::launch`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     launch: Option<LaunchPolicy>,
+    /// How many times every row was measured (`--rounds`); files written before it was recorded: 1.
+    #[serde(default = "one_round", skip_serializing_if = "is_one_round")]
+    rounds: u32,
     rows: Vec<RawRow>,
     gantt: Vec<GanttRaw>,
+}
+
+fn one_round() -> u32 {
+    1
+}
+
+fn is_one_round(rounds: &u32) -> bool {
+    *rounds == 1
 }
 
 impl Raw {
@@ -76,9 +87,13 @@ struct RawRow {
     batch: u32,
     schedule: String,
     status: String,
-    /// Median of the main kernel alone and of the whole backward, ms (timing build, no trace).
+    /// Median of the main kernel alone and of the whole backward, ms (timing build, no trace); with several
+    /// rounds, the median of the rounds' medians, none if any round failed.
     main_ms: Option<f64>,
     total_ms: Option<f64>,
+    /// With several rounds: each round's main-kernel median, in round order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    main_ms_rounds: Vec<f64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -215,24 +230,59 @@ fn measure(args: &ValidateArgs, costs: &CostsFile, costs_path: &Path) -> Result<
     }
     eprintln!("validate: building {} kernel variants", kernels.len());
     prebuild(&nvcc, &args.gpu.work_dir, &kernels, &target.env)?;
-    let mut rows = Vec::new();
-    for (c, setup) in &setups {
-        let label = format!("{} mask, head dim {}, seqlen {}", mask_name(c.mask), c.head_dim, c.seqlen);
-        eprintln!("validate: {label}");
-        for o in measure_setup(setup, &args.gpu, &target, &nvcc, false, false).with_context(|| label.clone())? {
-            if let Outcome::Done(m) = o {
-                rows.push(RawRow {
-                    mask: mask_name(c.mask).to_string(),
-                    head_dim: c.head_dim,
-                    heads: c.heads,
-                    seqlen: c.seqlen,
-                    batch: c.batch,
-                    schedule: m.schedule.clone(),
-                    status: m.deterministic.status.clone(),
-                    main_ms: m.deterministic.time_ms.main_median,
-                    total_ms: m.deterministic.time_ms.total_median,
-                });
+    // Per configuration, each schedule's deterministic timing results, one per round (round 1's schedule order).
+    let rounds = args.rounds.count;
+    let mut measured: Vec<Vec<(String, Vec<HarnessResult>)>> = vec![Vec::new(); setups.len()];
+    for round in 1..=rounds {
+        let (order, reverse) = round_order(setups.len(), round);
+        for i in order {
+            let (c, setup) = &setups[i];
+            let mut label = format!("{} mask, head dim {}, seqlen {}", mask_name(c.mask), c.head_dim, c.seqlen);
+            if rounds > 1 {
+                label = format!("round {round} of {rounds}, {label}");
             }
+            eprintln!("validate: {label}");
+            for o in measure_setup(setup, &args.gpu, &target, &nvcc, false, reverse).with_context(|| label.clone())? {
+                if let Outcome::Done(m) = o {
+                    match measured[i].iter_mut().find(|(name, _)| *name == m.schedule) {
+                        Some((_, results)) => results.push(m.deterministic),
+                        None => measured[i].push((m.schedule, vec![m.deterministic])),
+                    }
+                }
+            }
+        }
+    }
+    let mut rows = Vec::new();
+    for ((c, _), schedules) in setups.iter().zip(measured) {
+        for (schedule, results) in schedules {
+            let failed = results.iter().find(|r| r.status != "ok");
+            let median_of = |value: fn(&HarnessResult) -> Option<f64>| -> Option<f64> {
+                if failed.is_some() {
+                    return None;
+                }
+                let mut values: Option<Vec<f64>> = results.iter().map(value).collect();
+                values.as_mut().map(|v| {
+                    v.sort_by(f64::total_cmp);
+                    let n = v.len();
+                    if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 }
+                })
+            };
+            rows.push(RawRow {
+                mask: mask_name(c.mask).to_string(),
+                head_dim: c.head_dim,
+                heads: c.heads,
+                seqlen: c.seqlen,
+                batch: c.batch,
+                schedule,
+                status: failed.unwrap_or(&results[0]).status.clone(),
+                main_ms: median_of(|r| r.time_ms.main_median),
+                total_ms: median_of(|r| r.time_ms.total_median),
+                main_ms_rounds: if rounds > 1 {
+                    results.iter().filter_map(|r| r.time_ms.main_median).collect()
+                } else {
+                    Vec::new()
+                },
+            });
         }
     }
     let mut gantt = Vec::new();
@@ -288,6 +338,7 @@ fn measure(args: &ValidateArgs, costs: &CostsFile, costs_path: &Path) -> Result<
         driver: device.driver.clone(),
         arch: target.describe(),
         launch: Some(measured_launch(&args.configs)),
+        rounds,
         rows,
         gantt,
     };
@@ -418,12 +469,21 @@ fn report(
         costs.gpu,
         costs.created_by
     );
+    let rounds = if raw.rounds > 1 {
+        format!(
+            ", the median over {} rounds run in alternating order (`--rounds`; each row's rounds are in the raw file)",
+            raw.rounds
+        )
+    } else {
+        String::new()
+    };
     let _ = writeln!(
         doc,
-        "Measured: the median main-kernel time of the deterministic timing build (CUDA events; no trace code), \
+        "Measured: the median main-kernel time of the deterministic timing build (CUDA events; no trace code){}, \
          which is what the simulator predicts (pre- and post-processing are not modelled). Predicted: the \
          simulated makespan of the same schedule on {} SMs with the {} launch (the measurements' own) under the \
          calibrated costs. Error = |predicted − measured| / measured.\n",
+        rounds,
         machine.sms,
         launch.name()
     );

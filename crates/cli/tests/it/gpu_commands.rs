@@ -205,6 +205,35 @@ fn bench_rounds_alternate_the_order_and_report_the_mean() {
 }
 
 #[test]
+#[cfg(unix)]
+fn validate_rounds_alternate_the_order_and_take_the_median() {
+    let machine = fake_gpu_machine_named("fake-validate-rounds", "9.0", "NVIDIA H200");
+    let doc = machine.join("validation.md");
+    let costs = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/it/fixtures/costs-h200.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_dashc"))
+        .args(["validate", "--arch", "sm80", "--costs", costs, "--doc", doc.to_str().unwrap()])
+        .args(["--seqlens", "512", "--head-dims", "64", "--masks", "full", "--schedules", "naive,spt"])
+        .args(["--tokens", "512", "--hidden", "64", "--rounds", "3", "--reps", "1", "--no-check"])
+        .args(["--work-dir", machine.join("work").to_str().unwrap()])
+        .current_dir(&machine)
+        .env_clear()
+        .env("PATH", &machine)
+        .env("FAKE_COUNTER", machine.join("counter"))
+        .output()
+        .expect("dashc runs");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    // Rounds 1 and 3 run naive then spt, round 2 spt then naive; the n-th run's main kernel takes n ms:
+    // naive 1, 4, 5 (median 4), spt 2, 3, 6 (median 3).
+    let text = std::fs::read_to_string(&doc).unwrap();
+    assert!(text.contains("the median over 3 rounds run in alternating order"), "{text}");
+    for (schedule, us) in [("naive", "4000.0"), ("spt", "3000.0")] {
+        let row = format!("| full hd64 s512 (1x1) | {schedule} | held out | {us} |");
+        assert!(text.contains(&row), "{row} not in\n{text}");
+    }
+    std::fs::remove_dir_all(&machine).unwrap();
+}
+
+#[test]
 fn codegen_defaults_to_the_launch_of_its_main_loop() {
     let cutlass = fake_cutlass("codegen-launch-cutlass");
     let launch_line = |extra: &[&str]| {
@@ -288,7 +317,8 @@ fn bench_lists_must_not_be_empty() {
 /// "build" writes a shell-script harness, and `timeout`. The harness prints a passing result line and, given
 /// `--dump DIR`, writes $FAKE_VALUES ones (raw bf16) as each of dQ, dK and dV; with FAKE_DET_DQ set, the
 /// deterministic build's first dQ value is 3 instead. With FAKE_NO_DUMP set it writes nothing. With FAKE_COUNTER
-/// naming a file, the n-th harness run reports 100 + n TFLOPS (the order of the runs shows). So the test
+/// naming a file, the n-th harness run reports 100 + n TFLOPS and a main kernel of n ms (the order of the runs
+/// shows). So the test
 /// exercises what dashc does with real harnesses (dump folders, the comparison, the verdict), not the kernels.
 fn fake_gpu_machine(name: &str) -> PathBuf {
     fake_gpu_machine_with_cap(name, "9.0")
@@ -308,9 +338,10 @@ while [ $# -gt 0 ]; do
   shift
 done
 case "$PWD" in *nondet*) det=false ;; *) det=true ;; esac
-total=100.0
+total=100.0; main=0.9
 if [ -n "$FAKE_COUNTER" ]; then
-  n=0; [ -f "$FAKE_COUNTER" ] && read n < "$FAKE_COUNTER"; n=$((n + 1)); echo $n > "$FAKE_COUNTER"; total=$((100 + n))
+  n=0; [ -f "$FAKE_COUNTER" ] && read n < "$FAKE_COUNTER"; n=$((n + 1)); echo $n > "$FAKE_COUNTER"
+  total=$((100 + n)); main=$n
 fi
 ones() { i=0; while [ $i -lt "$1" ]; do printf '\200\077'; i=$((i + 1)); done; }
 if [ -n "$dump" ] && [ -z "$FAKE_NO_DUMP" ]; then
@@ -319,7 +350,7 @@ if [ -n "$dump" ] && [ -z "$FAKE_NO_DUMP" ]; then
   ones "$FAKE_VALUES" > "$dump/dk.bf16"
   ones "$FAKE_VALUES" > "$dump/dv.bf16"
 fi
-echo '{"status":"ok","schedule":"naive","variant":"fake","device":"Fake GPU","sm_count":132,"deterministic":'$det',"units":8,"visits":64,"time_ms":{"total_median":1.0,"main_median":0.9,"total_min":1.0,"main_min":0.9},"tflops":{"total":'$total',"main":110.0},"check":{"ran":false,"rel_l2_dq":null,"rel_l2_dk":null,"rel_l2_dv":null,"tolerance":0.02},"finite":true,"poison_ok":true,"repeatable":true,"repeat_runs":5,"main_kernel":{"registers":128,"local_bytes":0,"smem_bytes":1024},"spin_error":{"code":0,"unit":0,"bh":0,"q_tile":0,"wanted_rank":0,"seen":0}}'
+echo '{"status":"ok","schedule":"naive","variant":"fake","device":"Fake GPU","sm_count":132,"deterministic":'$det',"units":8,"visits":64,"time_ms":{"total_median":1.0,"main_median":'$main',"total_min":1.0,"main_min":0.9},"tflops":{"total":'$total',"main":110.0},"check":{"ran":false,"rel_l2_dq":null,"rel_l2_dk":null,"rel_l2_dv":null,"tolerance":0.02},"finite":true,"poison_ok":true,"repeatable":true,"repeat_runs":5,"main_kernel":{"registers":128,"local_bytes":0,"smem_bytes":1024},"spin_error":{"code":0,"unit":0,"bh":0,"q_tile":0,"wanted_rank":0,"seen":0}}'
 "#;
     let tools = [
         ("nvidia-smi", format!("#!/bin/sh\necho '{gpu}, {compute_cap}, 1.0'\n")),
