@@ -18,6 +18,7 @@
 
 #include <cuda_runtime.h>
 #include <cuda_bf16.h>
+#include <dlfcn.h>
 
 #include <algorithm>
 #include <cinttypes>
@@ -262,6 +263,71 @@ static std::string json_num(double x) {
   std::snprintf(buf, sizeof buf, "%.6g", x);
   return buf;
 }
+
+// The SM clock and the clock-event (throttle) reasons while the timed runs execute,
+// read from NVML. NVML comes with the driver (libnvidia-ml.so.1), not with the
+// toolkit that builds this harness, so it is opened at run time and its few entry
+// points are declared here (their C signatures, stable across NVML versions).
+// Without it the harness reports no clocks and times as before.
+class ClockSampler {
+ public:
+  explicit ClockSampler(int cuda_device) {
+    lib_ = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib_) return;
+    auto init = reinterpret_cast<int (*)()>(dlsym(lib_, "nvmlInit_v2"));
+    auto by_bus = reinterpret_cast<int (*)(const char*, void**)>(dlsym(lib_, "nvmlDeviceGetHandleByPciBusId_v2"));
+    clock_ = reinterpret_cast<int (*)(void*, int, unsigned*)>(dlsym(lib_, "nvmlDeviceGetClockInfo"));
+    reasons_ = reinterpret_cast<int (*)(void*, unsigned long long*)>(
+        dlsym(lib_, "nvmlDeviceGetCurrentClocksEventReasons"));
+    if (!reasons_)  // the name before NVML 12.2
+      reasons_ = reinterpret_cast<int (*)(void*, unsigned long long*)>(
+          dlsym(lib_, "nvmlDeviceGetCurrentClocksThrottleReasons"));
+    shutdown_ = reinterpret_cast<int (*)()>(dlsym(lib_, "nvmlShutdown"));
+    char bus[32] = {0};
+    // The CUDA device's PCI address names the same GPU in NVML whatever CUDA_VISIBLE_DEVICES says.
+    if (!init || !by_bus || !clock_ || !shutdown_ || init() != 0) return;
+    initialized_ = true;
+    if (cudaDeviceGetPCIBusId(bus, sizeof bus, cuda_device) != cudaSuccess || by_bus(bus, &device_) != 0) device_ = nullptr;
+  }
+  ~ClockSampler() {
+    if (initialized_) shutdown_();
+    if (lib_) dlclose(lib_);
+  }
+  // One sample, taken while the GPU runs a timed backward.
+  void sample() {
+    if (!device_) return;
+    unsigned mhz = 0;
+    if (clock_(device_, /* NVML_CLOCK_SM */ 1, &mhz) != 0) return;
+    sm_mhz_.push_back(static_cast<float>(mhz));
+    unsigned long long why = 0;
+    // Power or thermal limits: SW power cap, HW slowdown, SW thermal, HW thermal, HW power brake.
+    constexpr unsigned long long kLimited = 0x4 | 0x8 | 0x20 | 0x40 | 0x80;
+    if (reasons_ && reasons_(device_, &why) == 0 && (why & kLimited)) ++limited_;
+  }
+  // The JSON value of "clocks": null without samples.
+  std::string json() const {
+    if (sm_mhz_.empty()) return "null";
+    const float lowest = *std::min_element(sm_mhz_.begin(), sm_mhz_.end());
+    std::vector<float> sorted = sm_mhz_;
+    std::sort(sorted.begin(), sorted.end());
+    const size_t n = sorted.size();
+    const double mid = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "{\"sm_mhz_median\":%.0f,\"sm_mhz_min\":%.0f,\"samples\":%zu,\"limited\":%d}", mid,
+                  lowest, n, limited_);
+    return buf;
+  }
+
+ private:
+  void* lib_ = nullptr;
+  void* device_ = nullptr;
+  bool initialized_ = false;
+  int (*clock_)(void*, int, unsigned*) = nullptr;
+  int (*reasons_)(void*, unsigned long long*) = nullptr;
+  int (*shutdown_)() = nullptr;
+  std::vector<float> sm_mhz_;
+  int limited_ = 0;
+};
 
 template <class T>
 static T* device_alloc(size_t count) {
@@ -545,6 +611,7 @@ int main(int argc, char** argv) {
   // slower than the first loop's fastest whole backward, which contains it
   // (bench/NOTES.md, run 82).
   std::vector<float> t_total, t_main;
+  ClockSampler clocks(0);
   if (!timed_out) {
     for (int i = 0; i < args.warmup; ++i) {
       launch_pre();
@@ -557,6 +624,7 @@ int main(int argc, char** argv) {
       launch_main();
       launch_post();
       CHECK_CUDA(cudaEventRecord(ev1));
+      clocks.sample();  // the launches return at once: the GPU is running this backward now
       CHECK_CUDA(cudaEventSynchronize(ev1));
       float ms = 0;
       CHECK_CUDA(cudaEventElapsedTime(&ms, ev0, ev1));
@@ -646,7 +714,7 @@ int main(int argc, char** argv) {
       "\"tflops\":{\"total\":%s,\"main\":%s},"
       "\"check\":{\"ran\":%s,\"rel_l2_dq\":%s,\"rel_l2_dk\":%s,\"rel_l2_dv\":%s,\"tolerance\":%g},"
       "\"finite\":%s,\"poison_ok\":%s,\"repeatable\":%s,\"repeat_runs\":%d,"
-      "\"main_kernel\":{\"registers\":%d,\"local_bytes\":%zu,\"smem_bytes\":%d},"
+      "\"main_kernel\":{\"registers\":%d,\"local_bytes\":%zu,\"smem_bytes\":%d},\"clocks\":%s,"
       "\"spin_error\":{\"code\":%d,\"unit\":%d,\"bh\":%d,\"q_tile\":%d,\"wanted_rank\":%d,\"seen\":%d}}\n",
       status.c_str(), sf.name.c_str(), config::kVariantName, prop.name, prop.multiProcessorCount, kMainLoopName,
       sf.persistent_ctas > 0 ? "persistent" : "in-order", grid, B, H, SQ, SK, D, config::kBlockM, config::kBlockN, expected_mask.c_str(), config::kDeterministic ? "true" : "false", sf.units.size(),
@@ -657,7 +725,7 @@ int main(int argc, char** argv) {
       do_check && !timed_out ? "true" : "false", json_num(e_dq.rel_l2).c_str(), json_num(e_dk.rel_l2).c_str(),
       json_num(e_dv.rel_l2).c_str(), tol, finite ? "true" : "false", poison_ok ? "true" : "false",
       repeatable ? "true" : "false", args.repeat_runs, main_attr.numRegs, main_attr.localSizeBytes,
-      MainLoop::kSmemBytes, spin.code, spin.unit, spin.bh, spin.q_tile, spin.wanted_rank, spin.seen_value);
+      MainLoop::kSmemBytes, clocks.json().c_str(), spin.code, spin.unit, spin.bh, spin.q_tile, spin.wanted_rank, spin.seen_value);
   if (timed_out && spin.code == 3) {
     std::fprintf(stderr, "error: the main kernel's shared memory starts at 0x%x, not 1 KiB aligned; nothing ran\n",
                  (unsigned)spin.seen_value);

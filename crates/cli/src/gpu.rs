@@ -293,7 +293,21 @@ pub struct HarnessResult {
     pub repeatable: bool,
     pub repeat_runs: u32,
     pub main_kernel: KernelResources,
+    /// The SM clock while the timed runs executed; none where NVML could not be opened (and from harnesses
+    /// built before it was recorded).
+    #[serde(default)]
+    pub clocks: Option<Clocks>,
     pub spin_error: SpinError,
+}
+
+/// NVML's SM clock, sampled once per timed whole backward while it runs.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Clocks {
+    pub sm_mhz_median: f64,
+    pub sm_mhz_min: f64,
+    pub samples: u32,
+    /// Samples taken while a power or thermal limit held the clock down (NVML's clock-event reasons).
+    pub limited: u32,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

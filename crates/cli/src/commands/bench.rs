@@ -11,7 +11,7 @@ use crate::agreement::Agreement;
 use crate::anchors::anchor;
 use crate::args::BenchArgs;
 use crate::exit::{CheckFailed, bad_input};
-use crate::gpu::{Device, Target, find_nvcc, kernel_config, prebuild, probe_device};
+use crate::gpu::{Clocks, Device, Target, find_nvcc, kernel_config, prebuild, probe_device};
 use crate::measure::{Measured, measure_setup, round_order};
 use crate::output::{SCHEMA_VERSION, table, write_file};
 use crate::setup::{Outcome, Setup};
@@ -191,6 +191,21 @@ fn mean_of(values: impl Iterator<Item = Option<f64>>) -> Option<f64> {
     values.filter(|v| !v.is_empty()).map(|v| v.iter().sum::<f64>() / v.len() as f64)
 }
 
+/// The deterministic build's SM clock over its timed runs: the mean of the rounds' medians, and how many samples
+/// a power or thermal limit held down ("-" where the harness could not read NVML).
+fn clock_cell(rounds: &[&Measured]) -> String {
+    let clocks: Option<Vec<&Clocks>> = rounds.iter().map(|m| m.deterministic.clocks.as_ref()).collect();
+    match clocks {
+        Some(c) if !c.is_empty() => {
+            let mhz = c.iter().map(|c| c.sm_mhz_median).sum::<f64>() / c.len() as f64;
+            let limited: u32 = c.iter().map(|c| c.limited).sum();
+            let samples: u32 = c.iter().map(|c| c.samples).sum();
+            format!("{mhz:.0} ({limited}/{samples})")
+        }
+        _ => "-".into(),
+    }
+}
+
 /// Per configuration and schedule: deterministic and atomic TFLOPS (the mean over the rounds, with the range of
 /// the deterministic one when there are several), the cost of determinism, and the anchors.
 fn bench_table(configs: &[ConfigResult], rounds: u32) -> String {
@@ -237,6 +252,7 @@ fn bench_table(configs: &[ConfigResult], rounds: u32) -> String {
                 agreement.map_or("-".into(), Agreement::table_cell),
                 if g.rounds.iter().all(|m| m.deterministic.repeatable) { "yes".into() } else { "NO".into() },
                 status.clone(),
+                clock_cell(&g.rounds),
                 a.map_or("-".into(), |a| format!("{:.0}", a.fa4_deterministic)),
                 a.map_or("-".into(), |a| format!("{:.0}", a.fa4)),
                 a.map_or("-".into(), |a| format!("{:.0}", a.fa2)),
@@ -258,6 +274,7 @@ fn bench_table(configs: &[ConfigResult], rounds: u32) -> String {
         "vs atomic",
         "bitwise rep",
         "status",
+        "det SM MHz (limited)",
         "FA4 det",
         "FA4",
         "FA2",

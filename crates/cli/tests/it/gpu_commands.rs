@@ -136,6 +136,9 @@ fn bench_records_its_launch_and_defaults_to_persistent_on_the_sm90_loop() {
         let file = std::fs::read_dir(&out_dir).unwrap().next().expect("a bench JSON").unwrap().path();
         let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
         let launch = doc["launch"].as_str().expect("the launch is recorded").to_string();
+        // A harness that reads no clock: null in the JSON, "-" in the table.
+        assert!(doc["configs"][0]["results"][0]["deterministic"]["clocks"].is_null());
+        assert!(String::from_utf8_lossy(&out.stdout).contains("det SM MHz (limited)"), "{}", stdout(&out));
         assert!(String::from_utf8_lossy(&out.stdout).contains(&format!("{launch} launch")), "{}", stdout(&out));
         launch
     };
@@ -164,6 +167,7 @@ fn bench_rounds_alternate_the_order_and_report_the_mean() {
         .env("PATH", &hopper)
         .env("FAKE_VALUES", "32768")
         .env("FAKE_COUNTER", &counter)
+        .env("FAKE_CLOCKS", "1")
         .env("CUTLASS_INCLUDE", &cutlass)
         .output()
         .expect("dashc runs");
@@ -197,6 +201,8 @@ fn bench_rounds_alternate_the_order_and_report_the_mean() {
     for (schedule, range) in [("naive", "101.0 .. 107.0"), ("spt", "103.0 .. 105.0")] {
         let row = table.lines().find(|l| l.contains(&format!(" {schedule}"))).unwrap_or_else(|| panic!("{table}"));
         assert!(row.contains("104.0") && row.contains(range) && row.contains("105.0"), "{row}");
+        // The deterministic build's clock: the mean of the rounds' medians, limited samples of all samples.
+        assert!(row.contains("1755 (2/2)"), "{row}");
     }
     assert!(table.contains("mean of 2 rounds"), "{table}");
     for dir in [hopper, cutlass] {
@@ -318,7 +324,7 @@ fn bench_lists_must_not_be_empty() {
 /// `--dump DIR`, writes $FAKE_VALUES ones (raw bf16) as each of dQ, dK and dV; with FAKE_DET_DQ set, the
 /// deterministic build's first dQ value is 3 instead. With FAKE_NO_DUMP set it writes nothing. With FAKE_COUNTER
 /// naming a file, the n-th harness run reports 100 + n TFLOPS and a main kernel of n ms (the order of the runs
-/// shows). So the test
+/// shows). With FAKE_CLOCKS set it reports an SM clock (one limited sample at 1755 MHz). So the test
 /// exercises what dashc does with real harnesses (dump folders, the comparison, the verdict), not the kernels.
 fn fake_gpu_machine(name: &str) -> PathBuf {
     fake_gpu_machine_with_cap(name, "9.0")
@@ -343,6 +349,8 @@ if [ -n "$FAKE_COUNTER" ]; then
   n=0; [ -f "$FAKE_COUNTER" ] && read n < "$FAKE_COUNTER"; n=$((n + 1)); echo $n > "$FAKE_COUNTER"
   total=$((100 + n)); main=$n
 fi
+clocks=null
+[ -n "$FAKE_CLOCKS" ] && clocks='{"sm_mhz_median":1755,"sm_mhz_min":1605,"samples":1,"limited":1}'
 ones() { i=0; while [ $i -lt "$1" ]; do printf '\200\077'; i=$((i + 1)); done; }
 if [ -n "$dump" ] && [ -z "$FAKE_NO_DUMP" ]; then
   if [ "$det" = true ] && [ -n "$FAKE_DET_DQ" ]; then { printf '\100\100'; ones $((FAKE_VALUES - 1)); } > "$dump/dq.bf16"
@@ -350,7 +358,7 @@ if [ -n "$dump" ] && [ -z "$FAKE_NO_DUMP" ]; then
   ones "$FAKE_VALUES" > "$dump/dk.bf16"
   ones "$FAKE_VALUES" > "$dump/dv.bf16"
 fi
-echo '{"status":"ok","schedule":"naive","variant":"fake","device":"Fake GPU","sm_count":132,"deterministic":'$det',"units":8,"visits":64,"time_ms":{"total_median":1.0,"main_median":'$main',"total_min":1.0,"main_min":0.9},"tflops":{"total":'$total',"main":110.0},"check":{"ran":false,"rel_l2_dq":null,"rel_l2_dk":null,"rel_l2_dv":null,"tolerance":0.02},"finite":true,"poison_ok":true,"repeatable":true,"repeat_runs":5,"main_kernel":{"registers":128,"local_bytes":0,"smem_bytes":1024},"spin_error":{"code":0,"unit":0,"bh":0,"q_tile":0,"wanted_rank":0,"seen":0}}'
+echo '{"status":"ok","schedule":"naive","variant":"fake","device":"Fake GPU","sm_count":132,"deterministic":'$det',"units":8,"visits":64,"time_ms":{"total_median":1.0,"main_median":'$main',"total_min":1.0,"main_min":0.9},"tflops":{"total":'$total',"main":110.0},"check":{"ran":false,"rel_l2_dq":null,"rel_l2_dk":null,"rel_l2_dv":null,"tolerance":0.02},"finite":true,"poison_ok":true,"repeatable":true,"repeat_runs":5,"main_kernel":{"registers":128,"local_bytes":0,"smem_bytes":1024},"clocks":'"$clocks"',"spin_error":{"code":0,"unit":0,"bh":0,"q_tile":0,"wanted_rank":0,"seen":0}}'
 "#;
     let tools = [
         ("nvidia-smi", format!("#!/bin/sh\necho '{gpu}, {compute_cap}, 1.0'\n")),
