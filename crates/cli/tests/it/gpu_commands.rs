@@ -111,30 +111,43 @@ fn codegen_sm90_needs_the_cutlass_headers_and_names_them_in_the_build() {
     std::fs::remove_dir_all(&cutlass).unwrap();
 }
 
+/// `dashc bench` of hd64 full 512 (512 tokens, one head of 64) on the stand-in GPU `machine`, with `args` and
+/// `env` added; asserts success and returns the output and the bench JSON.
+#[cfg(unix)]
+fn fake_bench(
+    machine: &std::path::Path,
+    cutlass: &std::path::Path,
+    args: &[&str],
+    env: &[(&str, &std::ffi::OsStr)],
+) -> (std::process::Output, serde_json::Value) {
+    let out_dir = machine.join("results");
+    let _ = std::fs::remove_dir_all(&out_dir);
+    let out = Command::new(env!("CARGO_BIN_EXE_dashc"))
+        .args(["bench", "--seqlens", "512", "--head-dims", "64", "--masks", "full", "--tokens", "512"])
+        .args(["--hidden", "64", "--reps", "1", "--no-check", "--out", out_dir.to_str().unwrap()])
+        .args(["--work-dir", machine.join("work").to_str().unwrap()])
+        .args(args)
+        .current_dir(machine)
+        .env_clear()
+        .env("PATH", machine)
+        .env("FAKE_VALUES", "32768") // 512 tokens x one head of 64
+        .env("CUTLASS_INCLUDE", cutlass)
+        .envs(env.iter().copied())
+        .output()
+        .expect("dashc runs");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let file = std::fs::read_dir(&out_dir).unwrap().next().expect("a bench JSON").unwrap().path();
+    let doc = serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
+    (out, doc)
+}
+
 #[test]
 #[cfg(unix)]
 fn bench_records_its_launch_and_defaults_to_persistent_on_the_sm90_loop() {
     let hopper = fake_gpu_machine("fake-hopper-bench");
     let cutlass = fake_cutlass("fake-hopper-bench-cutlass");
     let bench = |extra: &[&str]| {
-        let out_dir = hopper.join("results");
-        let _ = std::fs::remove_dir_all(&out_dir);
-        let out = Command::new(env!("CARGO_BIN_EXE_dashc"))
-            .args(["bench", "--seqlens", "512", "--head-dims", "64", "--masks", "full", "--schedules", "naive"])
-            .args(["--tokens", "512", "--hidden", "64"])
-            .args(["--reps", "1", "--no-check", "--out", out_dir.to_str().unwrap()])
-            .args(["--work-dir", hopper.join("work").to_str().unwrap()])
-            .args(extra)
-            .current_dir(&hopper)
-            .env_clear()
-            .env("PATH", &hopper)
-            .env("FAKE_VALUES", "32768") // 512 tokens x one head of 64
-            .env("CUTLASS_INCLUDE", &cutlass)
-            .output()
-            .expect("dashc runs");
-        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-        let file = std::fs::read_dir(&out_dir).unwrap().next().expect("a bench JSON").unwrap().path();
-        let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
+        let (out, doc) = fake_bench(&hopper, &cutlass, &[&["--schedules", "naive"][..], extra].concat(), &[]);
         let launch = doc["launch"].as_str().expect("the launch is recorded").to_string();
         // A harness that reads no clock: null in the JSON, "-" in the table.
         assert!(doc["configs"][0]["results"][0]["deterministic"]["clocks"].is_null());
@@ -155,25 +168,13 @@ fn bench_records_its_launch_and_defaults_to_persistent_on_the_sm90_loop() {
 fn bench_rounds_alternate_the_order_and_report_the_mean() {
     let hopper = fake_gpu_machine("fake-hopper-rounds");
     let cutlass = fake_cutlass("fake-hopper-rounds-cutlass");
-    let out_dir = hopper.join("results");
     let counter = hopper.join("counter");
-    let out = Command::new(env!("CARGO_BIN_EXE_dashc"))
-        .args(["bench", "--seqlens", "512", "--head-dims", "64", "--masks", "full", "--schedules", "naive,spt"])
-        .args(["--tokens", "512", "--hidden", "64", "--rounds", "2"])
-        .args(["--reps", "1", "--no-check", "--out", out_dir.to_str().unwrap()])
-        .args(["--work-dir", hopper.join("work").to_str().unwrap()])
-        .current_dir(&hopper)
-        .env_clear()
-        .env("PATH", &hopper)
-        .env("FAKE_VALUES", "32768")
-        .env("FAKE_COUNTER", &counter)
-        .env("FAKE_CLOCKS", "1")
-        .env("CUTLASS_INCLUDE", &cutlass)
-        .output()
-        .expect("dashc runs");
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let file = std::fs::read_dir(&out_dir).unwrap().next().expect("a bench JSON").unwrap().path();
-    let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
+    let (out, doc) = fake_bench(
+        &hopper,
+        &cutlass,
+        &["--schedules", "naive,spt", "--rounds", "2"],
+        &[("FAKE_COUNTER", counter.as_os_str()), ("FAKE_CLOCKS", "1".as_ref())],
+    );
     assert_eq!(doc["rounds"], 2);
     // Round 1 runs naive (det, atomic) then spt; round 2 runs spt first. The n-th run reports 100 + n.
     let runs: Vec<(u64, String, f64, f64)> = doc["configs"][0]["results"]
