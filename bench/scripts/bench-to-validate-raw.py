@@ -26,13 +26,18 @@ def main():
             per_schedule.setdefault(r["schedule"], []).append(r["deterministic"])
         for schedule, rounds in per_schedule.items():
             failed = [d["status"] for d in rounds if d["status"] != "ok"]
-            ok = not failed
-            rows.append({
+            main = [d["time_ms"]["main_median"] for d in rounds]
+            total = [d["time_ms"]["total_median"] for d in rounds]
+            ok = not failed and None not in main and None not in total
+            row = {
                 "mask": c["mask"], "head_dim": c["head_dim"], "heads": c["heads"], "seqlen": c["seqlen"],
                 "batch": c["batch"], "schedule": schedule, "status": failed[0] if failed else "ok",
-                "main_ms": statistics.median(d["time_ms"]["main_median"] for d in rounds) if ok else None,
-                "total_ms": statistics.median(d["time_ms"]["total_median"] for d in rounds) if ok else None,
-            })
+                "main_ms": statistics.median(main) if ok else None,
+                "total_ms": statistics.median(total) if ok else None,
+            }
+            if len(rounds) > 1:
+                row["main_ms_rounds"] = main
+            rows.append(row)
     raw = {
         "format": "dashc-validation-raw", "schema_version": bench["schema_version"],
         "command": bench["command"] + "  [converted from the bench JSON by bench/scripts/bench-to-validate-raw.py]",
@@ -40,6 +45,8 @@ def main():
         "compute_cap": device["compute_cap"], "driver": device["driver"], "arch": bench["arch"],
         "launch": bench["launch"], "rows": rows, "gantt": [],
     }
+    if bench.get("rounds", 1) > 1:
+        raw["rounds"] = bench["rounds"]
     json.dump(raw, sys.stdout, indent=1)
     print()
 

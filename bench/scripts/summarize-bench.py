@@ -58,15 +58,19 @@ def main():
         means = {}
         for name, rounds in per_schedule.items():
             if all(r.get("deterministic", {}).get("status") == "ok" for r in rounds):
-                mean = lambda kind: sum(r[kind]["tflops"]["total"] for r in rounds) / len(rounds)
+                def mean(kind):
+                    values = [(r.get(kind) or {}).get("tflops", {}).get("total") for r in rounds]
+                    ok = all((r.get(kind) or {}).get("status") == "ok" for r in rounds) and None not in values
+                    return sum(values) / len(values) if ok else None
                 means[name] = (mean("deterministic"), mean("nondeterministic"))
         best = max(means, key=lambda name: means[name][0])
         det, atomic = means[best]
         key = (c["head_dim"], c["mask"], c["seqlen"])
         fa4d, fa4, fa2 = anchor_rows[key]
         rel = lambda a: f"{(det / a - 1) * 100:+.0f}%" if a else "–"
-        row = (f"| {c['head_dim']} | {c['mask']} | {c['seqlen']} | {best} | {det:.1f} | {atomic:.1f} "
-               f"| {(1 - det / atomic) * 100:.1f}% | {fa4d:g} | {fa4:g} | {fa2:g} ")
+        atomic_cells = f"{atomic:.1f} | {(1 - det / atomic) * 100:.1f}%" if atomic else "– | –"
+        row = (f"| {c['head_dim']} | {c['mask']} | {c['seqlen']} | {best} | {det:.1f} | {atomic_cells} "
+               f"| {fa4d:g} | {fa4:g} | {fa2:g} ")
         if measured is None:
             print(row + f"| {rel(fa4d)} | {rel(fa4)} | {rel(fa2)} |")
         else:

@@ -293,16 +293,24 @@ class ClockSampler {
     if (initialized_) shutdown_();
     if (lib_) dlclose(lib_);
   }
-  // One sample, taken while the GPU runs a timed backward.
-  void sample() {
+  // One sample of the timed backward whose end `done` records. Kept only if the GPU was
+  // still running it once the sample was read: a short backward can be over before
+  // NVML answers, and an idle GPU's clock says nothing about the run.
+  void sample(cudaEvent_t done) {
     if (!device_) return;
     unsigned mhz = 0;
     if (clock_(device_, /* NVML_CLOCK_SM */ 1, &mhz) != 0) return;
-    sm_mhz_.push_back(static_cast<float>(mhz));
     unsigned long long why = 0;
+    const bool have_why = reasons_ && reasons_(device_, &why) == 0;
+    const cudaError_t state = cudaEventQuery(done);
+    // The runtime may keep the "not ready" answer as its last error, and the next launch's
+    // cudaGetLastError check would take it for a failure (PyTorch clears it the same way).
+    if (state == cudaErrorNotReady && cudaPeekAtLastError() == cudaErrorNotReady) (void)cudaGetLastError();
+    if (state != cudaErrorNotReady) return;
+    sm_mhz_.push_back(static_cast<float>(mhz));
     // Power or thermal limits: SW power cap, HW slowdown, SW thermal, HW thermal, HW power brake.
     constexpr unsigned long long kLimited = 0x4 | 0x8 | 0x20 | 0x40 | 0x80;
-    if (reasons_ && reasons_(device_, &why) == 0 && (why & kLimited)) ++limited_;
+    if (have_why && (why & kLimited)) ++limited_;
   }
   // The JSON value of "clocks": null without samples.
   std::string json() const {
@@ -624,7 +632,7 @@ int main(int argc, char** argv) {
       launch_main();
       launch_post();
       CHECK_CUDA(cudaEventRecord(ev1));
-      clocks.sample();  // the launches return at once: the GPU is running this backward now
+      clocks.sample(ev1);  // the launches return at once: the GPU is running this backward now
       CHECK_CUDA(cudaEventSynchronize(ev1));
       float ms = 0;
       CHECK_CUDA(cudaEventElapsedTime(&ms, ev0, ev1));

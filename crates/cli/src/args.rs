@@ -466,8 +466,8 @@ pub struct BenchArgs {
 #[derive(Debug, Clone, Args)]
 pub struct RoundsArgs {
     /// Measure every configuration and schedule N times: odd rounds run the configurations and their schedules in
-    /// the usual order, even rounds in reverse, so that a drift of the GPU's clocks over the run does not favour
-    /// whatever runs first (bench: the table shows the mean and the range, the JSON every round; validate: the
+    /// the usual order, even rounds in reverse, so that with an even N a steady drift of the GPU's clocks over the
+    /// run favours no schedule (bench: the table shows the mean and the range, the JSON every round; validate: the
     /// median over the rounds)
     #[arg(allow_negative_numbers = true, long = "rounds", default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub count: u32,

@@ -39,7 +39,8 @@ impl Measured {
 
 /// Runs every applicable schedule of `setup` on the GPU. Kernels are built once per configuration under
 /// `gpu.work_dir` and reused while their sources are unchanged. With `reverse_order` the schedules run last to
-/// first (`bench --rounds`); the outcomes come back in the usual order either way.
+/// first, each one's atomic build before its deterministic one (`--rounds`); the outcomes come back in the usual
+/// order either way.
 pub fn measure_setup(
     setup: &Setup,
     gpu: &GpuArgs,
@@ -129,9 +130,19 @@ pub fn measure_setup(
             }
             None => None,
         };
-        let deterministic = run_variant(&det_config, det, dumps.as_ref().map(|d| d.det.as_path()))?;
-        let nondeterministic =
-            nondet.map(|g| run_variant(&nondet_config, g, dumps.as_ref().map(|d| d.atomic.as_path()))).transpose()?;
+        // Reversed, the atomic build runs first too, so that over an even number of rounds neither build always
+        // runs the later (a drift would otherwise bias the cost of determinism).
+        let run_det = |det| run_variant(&det_config, det, dumps.as_ref().map(|d| d.det.as_path()));
+        let run_atomic = |nondet: Option<_>| {
+            nondet.map(|g| run_variant(&nondet_config, g, dumps.as_ref().map(|d| d.atomic.as_path()))).transpose()
+        };
+        let (deterministic, nondeterministic) = if reverse_order {
+            let nondeterministic = run_atomic(nondet)?;
+            (run_det(det)?, nondeterministic)
+        } else {
+            let deterministic = run_det(det)?;
+            (deterministic, run_atomic(nondet)?)
+        };
         let vs_nondeterministic = match (&dumps, &nondeterministic) {
             // A harness that failed (a semaphore wait gave up) may write no dump; its status already fails the
             // schedule. Two passing harnesses must both have dumped: anything else fails the comparison.
@@ -162,7 +173,7 @@ pub fn measure_setup(
 
 /// The order of one round of `--rounds` (1-based): the configuration indices, and whether each configuration's
 /// schedules run reversed. Odd rounds run in the usual order, even rounds backwards, configurations and schedules
-/// alike, so that a drift of the GPU over the run weighs on every schedule alike once the rounds are averaged.
+/// alike, so that over an even number of rounds a linear drift of the GPU weighs on every schedule alike.
 pub fn round_order(configs: usize, round: u32) -> (Vec<usize>, bool) {
     if round.is_multiple_of(2) { ((0..configs).rev().collect(), true) } else { ((0..configs).collect(), false) }
 }

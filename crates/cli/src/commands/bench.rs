@@ -11,7 +11,7 @@ use crate::agreement::Agreement;
 use crate::anchors::anchor;
 use crate::args::BenchArgs;
 use crate::exit::{CheckFailed, bad_input};
-use crate::gpu::{Clocks, Device, Target, find_nvcc, kernel_config, prebuild, probe_device};
+use crate::gpu::{Clocks, Device, HarnessResult, Target, find_nvcc, kernel_config, prebuild, probe_device};
 use crate::measure::{Measured, measure_setup, round_order};
 use crate::output::{SCHEMA_VERSION, table, write_file};
 use crate::setup::{Outcome, Setup};
@@ -184,6 +184,12 @@ fn by_schedule(results: &[RoundMeasured]) -> Vec<ScheduleRounds<'_>> {
     groups
 }
 
+/// A result's whole-backward TFLOPS, or None when it failed: the timing of a kernel whose outputs are wrong is no
+/// measurement of the schedule (the JSON keeps it).
+fn passed_tflops(r: &HarnessResult) -> Option<f64> {
+    if r.status == "ok" { r.tflops.total } else { None }
+}
+
 /// The mean of the values, or None when any round has none (it failed): a mean over the rounds that happened to
 /// pass would read as a measurement of the schedule.
 fn mean_of(values: impl Iterator<Item = Option<f64>>) -> Option<f64> {
@@ -214,36 +220,51 @@ fn bench_table(configs: &[ConfigResult], rounds: u32) -> String {
     for c in configs {
         let a = anchor(c.head_dim, c.mask == "causal", c.seqlen, c.batch);
         let groups = by_schedule(&c.results);
-        let det_of = |g: &ScheduleRounds| mean_of(g.rounds.iter().map(|m| m.deterministic.tflops.total));
+        let det_of = |g: &ScheduleRounds| mean_of(g.rounds.iter().map(|m| passed_tflops(&m.deterministic)));
         let best_det = groups.iter().filter_map(det_of).fold(0.0, f64::max);
         for g in &groups {
             let det = det_of(g);
-            let atomic = mean_of(g.rounds.iter().map(|m| m.nondeterministic.as_ref().and_then(|r| r.tflops.total)));
+            let atomic = mean_of(g.rounds.iter().map(|m| m.nondeterministic.as_ref().and_then(passed_tflops)));
             let cost = match (det, atomic) {
                 (Some(d), Some(n)) if n > 0.0 => format!("{:.1}%", (1.0 - d / n) * 100.0),
                 _ => "-".into(),
             };
             let best = det == Some(best_det);
             // The worst round: a failed comparison first, else the largest distance.
+            // The worst round: a failed comparison first, then the largest distance (NaN, no comparison, as the
+            // largest).
             let agreement = g.rounds.iter().filter_map(|m| m.vs_nondeterministic.as_ref()).max_by(|x, y| {
-                (!x.ok, x.worst()).partial_cmp(&(!y.ok, y.worst())).unwrap_or(std::cmp::Ordering::Greater)
+                let key = |a: &Agreement| (!a.ok, if a.worst().is_nan() { f64::INFINITY } else { a.worst() });
+                let (kx, ky) = (key(x), key(y));
+                kx.0.cmp(&ky.0).then(kx.1.total_cmp(&ky.1))
             });
+            // The first failure of any round, the deterministic build's before the atomic one's.
             let status = g
                 .rounds
                 .iter()
-                .map(|m| &m.deterministic.status)
-                .find(|s| *s != "ok")
-                .unwrap_or(&g.rounds[0].deterministic.status);
+                .map(|m| m.deterministic.status.clone())
+                .find(|s| s != "ok")
+                .or_else(|| {
+                    g.rounds
+                        .iter()
+                        .filter_map(|m| m.nondeterministic.as_ref())
+                        .map(|r| &r.status)
+                        .find(|s| *s != "ok")
+                        .map(|s| format!("atomic {s}"))
+                })
+                .unwrap_or_else(|| "ok".to_string());
             let mut row = vec![
                 format!("{} {} {}", c.head_dim, c.mask, c.seqlen),
                 format!("{}{}", g.schedule, if best { " *" } else { "" }),
                 fmt(det),
             ];
             if rounds > 1 {
+                // Only where every round measured it, as the mean.
                 let values: Vec<f64> = g.rounds.iter().filter_map(|m| m.deterministic.tflops.total).collect();
-                row.push(match values.iter().copied().reduce(f64::min).zip(values.iter().copied().reduce(f64::max)) {
-                    Some((lo, hi)) => format!("{lo:.1} .. {hi:.1}"),
-                    None => "-".into(),
+                let lo_hi = values.iter().copied().reduce(f64::min).zip(values.iter().copied().reduce(f64::max));
+                row.push(match (det, lo_hi) {
+                    (Some(_), Some((lo, hi))) => format!("{lo:.1} .. {hi:.1}"),
+                    _ => "-".into(),
                 });
             }
             row.extend([
@@ -251,7 +272,7 @@ fn bench_table(configs: &[ConfigResult], rounds: u32) -> String {
                 cost,
                 agreement.map_or("-".into(), Agreement::table_cell),
                 if g.rounds.iter().all(|m| m.deterministic.repeatable) { "yes".into() } else { "NO".into() },
-                status.clone(),
+                status,
                 clock_cell(&g.rounds),
                 a.map_or("-".into(), |a| format!("{:.0}", a.fa4_deterministic)),
                 a.map_or("-".into(), |a| format!("{:.0}", a.fa4)),

@@ -91,9 +91,9 @@ struct RawRow {
     /// rounds, the median of the rounds' medians, none if any round failed.
     main_ms: Option<f64>,
     total_ms: Option<f64>,
-    /// With several rounds: each round's main-kernel median, in round order.
+    /// With several rounds: each round's main-kernel median, in round order (null for a round without one).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    main_ms_rounds: Vec<f64>,
+    main_ms_rounds: Vec<Option<f64>>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -278,7 +278,7 @@ fn measure(args: &ValidateArgs, costs: &CostsFile, costs_path: &Path) -> Result<
                 main_ms: median_of(|r| r.time_ms.main_median),
                 total_ms: median_of(|r| r.time_ms.total_median),
                 main_ms_rounds: if rounds > 1 {
-                    results.iter().filter_map(|r| r.time_ms.main_median).collect()
+                    results.iter().map(|r| r.time_ms.main_median).collect()
                 } else {
                     Vec::new()
                 },

@@ -120,6 +120,18 @@ fn fake_bench(
     args: &[&str],
     env: &[(&str, &std::ffi::OsStr)],
 ) -> (std::process::Output, serde_json::Value) {
+    fake_bench_exiting(machine, cutlass, args, env, 0)
+}
+
+/// `fake_bench` expecting the exit code `code`.
+#[cfg(unix)]
+fn fake_bench_exiting(
+    machine: &std::path::Path,
+    cutlass: &std::path::Path,
+    args: &[&str],
+    env: &[(&str, &std::ffi::OsStr)],
+    code: i32,
+) -> (std::process::Output, serde_json::Value) {
     let out_dir = machine.join("results");
     let _ = std::fs::remove_dir_all(&out_dir);
     let out = Command::new(env!("CARGO_BIN_EXE_dashc"))
@@ -135,7 +147,7 @@ fn fake_bench(
         .envs(env.iter().copied())
         .output()
         .expect("dashc runs");
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(out.status.code(), Some(code), "{}", stderr(&out));
     let file = std::fs::read_dir(&out_dir).unwrap().next().expect("a bench JSON").unwrap().path();
     let doc = serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
     (out, doc)
@@ -176,7 +188,8 @@ fn bench_rounds_alternate_the_order_and_report_the_mean() {
         &[("FAKE_COUNTER", counter.as_os_str()), ("FAKE_CLOCKS", "1".as_ref())],
     );
     assert_eq!(doc["rounds"], 2);
-    // Round 1 runs naive (det, atomic) then spt; round 2 runs spt first. The n-th run reports 100 + n.
+    // Round 1 runs naive (det, atomic) then spt (det, atomic); round 2 runs spt (atomic, det) then naive (atomic,
+    // det). The n-th run reports 100 + n.
     let runs: Vec<(u64, String, f64, f64)> = doc["configs"][0]["results"]
         .as_array()
         .unwrap()
@@ -191,17 +204,18 @@ fn bench_rounds_alternate_the_order_and_report_the_mean() {
         })
         .collect();
     let expected =
-        [(1, "naive", 101.0, 102.0), (1, "spt", 103.0, 104.0), (2, "naive", 107.0, 108.0), (2, "spt", 105.0, 106.0)];
+        [(1, "naive", 101.0, 102.0), (1, "spt", 103.0, 104.0), (2, "naive", 108.0, 107.0), (2, "spt", 106.0, 105.0)];
     assert_eq!(runs.len(), expected.len());
     for (got, want) in runs.iter().zip(expected) {
         assert_eq!((got.0, got.1.as_str(), got.2, got.3), want);
     }
-    // The table: the mean over rounds, equal for both schedules since the order alternated, and the range.
+    // The table: the mean over rounds, the same for both schedules and both builds since the order alternated, and
+    // the range.
     let table = stdout(&out);
     assert!(table.contains("det range"), "{table}");
-    for (schedule, range) in [("naive", "101.0 .. 107.0"), ("spt", "103.0 .. 105.0")] {
+    for (schedule, range) in [("naive", "101.0 .. 108.0"), ("spt", "103.0 .. 106.0")] {
         let row = table.lines().find(|l| l.contains(&format!(" {schedule}"))).unwrap_or_else(|| panic!("{table}"));
-        assert!(row.contains("104.0") && row.contains(range) && row.contains("105.0"), "{row}");
+        assert!(row.contains("104.5") && row.contains(range) && row.contains("0.0%"), "{row}");
         // The deterministic build's clock: the mean of the rounds' medians, limited samples of all samples.
         assert!(row.contains("1755 (2/2)"), "{row}");
     }
@@ -238,6 +252,46 @@ fn validate_rounds_alternate_the_order_and_take_the_median() {
         assert!(text.contains(&row), "{row} not in\n{text}");
     }
     std::fs::remove_dir_all(&machine).unwrap();
+}
+
+#[test]
+#[cfg(unix)]
+fn bench_rounds_show_a_failed_round_and_no_mean_for_it() {
+    let hopper = fake_gpu_machine("fake-hopper-rounds-fail");
+    let cutlass = fake_cutlass("fake-hopper-rounds-fail-cutlass");
+    let counter = hopper.join("counter");
+    let row_of = |table: &str, schedule: &str| -> String {
+        table.lines().find(|l| l.contains(&format!(" {schedule}"))).unwrap_or_else(|| panic!("{table}")).to_string()
+    };
+    // Run 6 is spt's deterministic build in round 2 (round 2 runs spt atomic, spt det, naive atomic, naive det).
+    let _ = std::fs::remove_file(&counter);
+    let (out, _) = fake_bench_exiting(
+        &hopper,
+        &cutlass,
+        &["--schedules", "naive,spt", "--rounds", "2"],
+        &[("FAKE_COUNTER", counter.as_os_str()), ("FAKE_FAIL_RUN", "6".as_ref())],
+        1,
+    );
+    assert!(stderr(&out).contains("hd64 full 512 spt (round 2)"), "{}", stderr(&out));
+    let table = stdout(&out);
+    let spt = row_of(&table, "spt");
+    // No mean and no range from the round that passed, and the failure named.
+    assert!(spt.contains("spt  ") && spt.contains("check_failed"), "{spt}");
+    assert!(!spt.contains("103.0"), "{spt}");
+    assert!(row_of(&table, "naive").contains(" ok "), "{table}");
+    // Run 2 is naive's atomic build in round 1: the deterministic build passed, the row says the atomic one failed.
+    let _ = std::fs::remove_file(&counter);
+    let (out, _) = fake_bench_exiting(
+        &hopper,
+        &cutlass,
+        &["--schedules", "naive,spt", "--rounds", "2"],
+        &[("FAKE_COUNTER", counter.as_os_str()), ("FAKE_FAIL_RUN", "2".as_ref())],
+        1,
+    );
+    assert!(row_of(&stdout(&out), "naive").contains("atomic check_failed"), "{}", stdout(&out));
+    for dir in [hopper, cutlass] {
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
 
 #[test]
@@ -325,7 +379,8 @@ fn bench_lists_must_not_be_empty() {
 /// `--dump DIR`, writes $FAKE_VALUES ones (raw bf16) as each of dQ, dK and dV; with FAKE_DET_DQ set, the
 /// deterministic build's first dQ value is 3 instead. With FAKE_NO_DUMP set it writes nothing. With FAKE_COUNTER
 /// naming a file, the n-th harness run reports 100 + n TFLOPS and a main kernel of n ms (the order of the runs
-/// shows). With FAKE_CLOCKS set it reports an SM clock (one limited sample at 1755 MHz). So the test
+/// shows), and the run numbered FAKE_FAIL_RUN reports a failed check. With FAKE_CLOCKS set it reports an SM clock
+/// (one limited sample at 1755 MHz). So the test
 /// exercises what dashc does with real harnesses (dump folders, the comparison, the verdict), not the kernels.
 fn fake_gpu_machine(name: &str) -> PathBuf {
     fake_gpu_machine_with_cap(name, "9.0")
@@ -350,6 +405,8 @@ if [ -n "$FAKE_COUNTER" ]; then
   n=0; [ -f "$FAKE_COUNTER" ] && read n < "$FAKE_COUNTER"; n=$((n + 1)); echo $n > "$FAKE_COUNTER"
   total=$((100 + n)); main=$n
 fi
+status=ok
+[ -n "$FAKE_FAIL_RUN" ] && [ "$n" = "$FAKE_FAIL_RUN" ] && status=check_failed
 clocks=null
 [ -n "$FAKE_CLOCKS" ] && clocks='{"sm_mhz_median":1755,"sm_mhz_min":1605,"samples":1,"limited":1}'
 ones() { i=0; while [ $i -lt "$1" ]; do printf '\200\077'; i=$((i + 1)); done; }
@@ -359,7 +416,7 @@ if [ -n "$dump" ] && [ -z "$FAKE_NO_DUMP" ]; then
   ones "$FAKE_VALUES" > "$dump/dk.bf16"
   ones "$FAKE_VALUES" > "$dump/dv.bf16"
 fi
-echo '{"status":"ok","schedule":"naive","variant":"fake","device":"Fake GPU","sm_count":132,"deterministic":'$det',"units":8,"visits":64,"time_ms":{"total_median":1.0,"main_median":'$main',"total_min":1.0,"main_min":0.9},"tflops":{"total":'$total',"main":110.0},"check":{"ran":false,"rel_l2_dq":null,"rel_l2_dk":null,"rel_l2_dv":null,"tolerance":0.02},"finite":true,"poison_ok":true,"repeatable":true,"repeat_runs":5,"main_kernel":{"registers":128,"local_bytes":0,"smem_bytes":1024},"clocks":'"$clocks"',"spin_error":{"code":0,"unit":0,"bh":0,"q_tile":0,"wanted_rank":0,"seen":0}}'
+echo '{"status":"'$status'","schedule":"naive","variant":"fake","device":"Fake GPU","sm_count":132,"deterministic":'$det',"units":8,"visits":64,"time_ms":{"total_median":1.0,"main_median":'$main',"total_min":1.0,"main_min":0.9},"tflops":{"total":'$total',"main":110.0},"check":{"ran":false,"rel_l2_dq":null,"rel_l2_dk":null,"rel_l2_dv":null,"tolerance":0.02},"finite":true,"poison_ok":true,"repeatable":true,"repeat_runs":5,"main_kernel":{"registers":128,"local_bytes":0,"smem_bytes":1024},"clocks":'"$clocks"',"spin_error":{"code":0,"unit":0,"bh":0,"q_tile":0,"wanted_rank":0,"seen":0}}'
 "#;
     let tools = [
         ("nvidia-smi", format!("#!/bin/sh\necho '{gpu}, {compute_cap}, 1.0'\n")),
