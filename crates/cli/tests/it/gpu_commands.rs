@@ -111,8 +111,8 @@ fn codegen_sm90_needs_the_cutlass_headers_and_names_them_in_the_build() {
     std::fs::remove_dir_all(&cutlass).unwrap();
 }
 
-/// `dashc bench` of hd64 full 512 (512 tokens, one head of 64) on the stand-in GPU `machine`, with `args` and
-/// `env` added; asserts success and returns the output and the bench JSON.
+/// `dashc bench` of hd64 512 (512 tokens, one head of 64; `args` name the masks) on the stand-in GPU `machine`,
+/// with `args` and `env` added; asserts success and returns the output and the bench JSON.
 #[cfg(unix)]
 fn fake_bench(
     machine: &std::path::Path,
@@ -135,7 +135,7 @@ fn fake_bench_exiting(
     let out_dir = machine.join("results");
     let _ = std::fs::remove_dir_all(&out_dir);
     let out = Command::new(env!("CARGO_BIN_EXE_dashc"))
-        .args(["bench", "--seqlens", "512", "--head-dims", "64", "--masks", "full", "--tokens", "512"])
+        .args(["bench", "--seqlens", "512", "--head-dims", "64", "--tokens", "512"])
         .args(["--hidden", "64", "--reps", "1", "--no-check", "--out", out_dir.to_str().unwrap()])
         .args(["--work-dir", machine.join("work").to_str().unwrap()])
         .args(args)
@@ -159,7 +159,8 @@ fn bench_records_its_launch_and_defaults_to_persistent_on_the_sm90_loop() {
     let hopper = fake_gpu_machine("fake-hopper-bench");
     let cutlass = fake_cutlass("fake-hopper-bench-cutlass");
     let bench = |extra: &[&str]| {
-        let (out, doc) = fake_bench(&hopper, &cutlass, &[&["--schedules", "naive"][..], extra].concat(), &[]);
+        let (out, doc) =
+            fake_bench(&hopper, &cutlass, &[&["--masks", "full", "--schedules", "naive"][..], extra].concat(), &[]);
         let launch = doc["launch"].as_str().expect("the launch is recorded").to_string();
         // A harness that reads no clock: null in the JSON, "-" in the table.
         assert!(doc["configs"][0]["results"][0]["deterministic"]["clocks"].is_null());
@@ -184,7 +185,7 @@ fn bench_rounds_alternate_the_order_and_report_the_mean() {
     let (out, doc) = fake_bench(
         &hopper,
         &cutlass,
-        &["--schedules", "naive,spt", "--rounds", "2"],
+        &["--masks", "full", "--schedules", "naive,spt", "--rounds", "2"],
         &[("FAKE_COUNTER", counter.as_os_str()), ("FAKE_CLOCKS", "1".as_ref())],
     );
     assert_eq!(doc["rounds"], 2);
@@ -268,7 +269,7 @@ fn bench_rounds_show_a_failed_round_and_no_mean_for_it() {
     let (out, _) = fake_bench_exiting(
         &hopper,
         &cutlass,
-        &["--schedules", "naive,spt", "--rounds", "2"],
+        &["--masks", "full", "--schedules", "naive,spt", "--rounds", "2"],
         &[("FAKE_COUNTER", counter.as_os_str()), ("FAKE_FAIL_RUN", "6".as_ref())],
         1,
     );
@@ -284,11 +285,32 @@ fn bench_rounds_show_a_failed_round_and_no_mean_for_it() {
     let (out, _) = fake_bench_exiting(
         &hopper,
         &cutlass,
-        &["--schedules", "naive,spt", "--rounds", "2"],
+        &["--masks", "full", "--schedules", "naive,spt", "--rounds", "2"],
         &[("FAKE_COUNTER", counter.as_os_str()), ("FAKE_FAIL_RUN", "2".as_ref())],
         1,
     );
     assert!(row_of(&stdout(&out), "naive").contains("atomic check_failed"), "{}", stdout(&out));
+    for dir in [hopper, cutlass] {
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
+
+#[test]
+#[cfg(unix)]
+fn bench_runs_a_searched_schedule_beside_the_built_ins() {
+    // The next measurement of docs/hopper.md ("What is missing"): the search among bench's schedules, in-order.
+    let hopper = fake_gpu_machine("fake-hopper-search");
+    let cutlass = fake_cutlass("fake-hopper-search-cutlass");
+    let (out, doc) = fake_bench(
+        &hopper,
+        &cutlass,
+        &["--masks", "causal", "--schedules", "symmetric-shift,search", "--launch", "in-order"],
+        &[],
+    );
+    let schedules: Vec<&str> =
+        doc["configs"][0]["results"].as_array().unwrap().iter().map(|r| r["schedule"].as_str().unwrap()).collect();
+    assert_eq!(schedules, ["symmetric-shift", "search"], "{}", stdout(&out));
+    assert_eq!(doc["launch"], "in-order");
     for dir in [hopper, cutlass] {
         std::fs::remove_dir_all(&dir).unwrap();
     }
