@@ -238,7 +238,7 @@ fn bench_table(configs: &[ConfigResult], rounds: u32) -> String {
                 let (kx, ky) = (key(x), key(y));
                 kx.0.cmp(&ky.0).then(kx.1.total_cmp(&ky.1))
             });
-            // The first failure of any round, the deterministic build's before the atomic one's.
+            // The first failure of any round: the deterministic build's, the atomic one's, then their comparison.
             let status = g
                 .rounds
                 .iter()
@@ -251,6 +251,12 @@ fn bench_table(configs: &[ConfigResult], rounds: u32) -> String {
                         .map(|r| &r.status)
                         .find(|s| *s != "ok")
                         .map(|s| format!("atomic {s}"))
+                })
+                .or_else(|| {
+                    g.rounds
+                        .iter()
+                        .any(|m| m.vs_nondeterministic.as_ref().is_some_and(|a| !a.ok))
+                        .then(|| "vs atomic failed".to_string())
                 })
                 .unwrap_or_else(|| "ok".to_string());
             let mut row = vec![

@@ -290,6 +290,15 @@ fn bench_rounds_show_a_failed_round_and_no_mean_for_it() {
         1,
     );
     assert!(row_of(&stdout(&out), "naive").contains("atomic check_failed"), "{}", stdout(&out));
+    // Both builds pass but their outputs disagree: the status says so beside the "vs atomic" cell.
+    let (out, _) = fake_bench_exiting(
+        &hopper,
+        &cutlass,
+        &["--masks", "full", "--schedules", "naive", "--rounds", "2"],
+        &[("FAKE_DET_DQ", "1".as_ref())],
+        1,
+    );
+    assert!(row_of(&stdout(&out), "naive").contains("vs atomic failed"), "{}", stdout(&out));
     for dir in [hopper, cutlass] {
         std::fs::remove_dir_all(&dir).unwrap();
     }
