@@ -9,7 +9,8 @@
 #      costs COSTS), then the persistent launch, the default, with the two symmetric shifts (the control);
 #   3. FP32 checks of searched schedules on two odd shapes, in-order, deterministic and atomic.
 # Usage on the device machine: bash bench/scripts/search-causal-run.sh, carrying target/dashc-dev and
-# target/cutlass-wheel (bench/scripts/prepare-carry.sh); the costs file is tracked in the repository.
+# target/cutlass-wheel (bench/scripts/prepare-carry.sh); the costs file is tracked in the repository. About 96
+# long-row harness runs: at run 90's 3 s each, with the builds, an estimated 400-450 s (the call limit is 600 s).
 set -uo pipefail
 export PATH=/usr/local/cuda/bin:$PATH
 D=target/dashc-dev
