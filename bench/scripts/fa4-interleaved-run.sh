@@ -42,25 +42,5 @@ for round in $(seq $first $((first + ${ROUNDS:-3} - 1))); do
   echo "round $round done at ${SECONDS}s"
 done
 kill $SMI
-python3 - <<'P'
-import glob, json, os, statistics as st
-out = os.environ['OUT'] + '/raw'
-rows = {}
-for f in sorted(glob.glob(out + '/fa4-round*/anchors.json')):
-    d = json.load(open(f)); d = d if isinstance(d, list) else d.get('results', [])
-    for r in d:
-        if r.get('tflops'):
-            rows.setdefault((r['hdim'], 'causal' if r['causal'] else 'full', r['seqlen'], r['provider']), []).append(r['tflops'])
-for f in sorted(glob.glob(out + '/dashc-round*/bench-*.json')):
-    for c in json.load(open(f))['configs']:
-        for r in c['results']:
-            for kind, name in (('deterministic', 'det'), ('nondeterministic', 'atomic')):
-                x = r[kind]
-                if x['status'] != 'ok' or (kind == 'deterministic' and not x['repeatable']):
-                    print('NOT OK', c['head_dim'], c['mask'], c['seqlen'], r['schedule'], kind, x['status']); continue
-                rows.setdefault((c['head_dim'], c['mask'], c['seqlen'], f"dashc {name} {r['schedule']}"), []).append(x['tflops']['total'])
-for k in sorted(rows):
-    v = rows[k]
-    print(*k, ' '.join(f'{t:.1f}' for t in v), f'| mean {st.mean(v):.1f} min {min(v):.1f} max {max(v):.1f}')
-P
+python3 bench/scripts/summarize-interleaved.py $R
 tar czf $OUT/raw.tgz -C $OUT raw && rm -rf $R

@@ -2,7 +2,8 @@
 """Table of an interleaved FA4/dashc run (bench/scripts/fa4-interleaved-run.sh): per row, the best deterministic
 and atomic schedule by the mean over rounds of the whole backward's TFLOPS (among the schedules measured in the
 most rounds of that row), every round's value, and FA4's.
-Usage: python3 bench/scripts/summarize-interleaved.py RAW_DIR (the unpacked raw.tgz's raw/ folder)."""
+Usage: python3 bench/scripts/summarize-interleaved.py RAW_DIR (the unpacked raw.tgz's raw/ folder; the run script
+calls it on its own raw/ at the end). Rows that dashc did not bench are left out of the table."""
 import glob, json, statistics as st, sys
 
 raw = sys.argv[1]
@@ -48,6 +49,8 @@ print('| hd | mask | seqlen | best det schedule | det TFLOPS, mean (rounds) | be
 print('|---|---|---|---|---|---|---|---|---|---|---|---|')
 for key in sorted(runs, key=lambda k: (k[1] != 'full', k[0], k[2])):
     e = runs[key]
+    if not any(k.startswith('det ') for k in e):
+        continue  # FA4 times every row; a call of the run script may have benched only some (MASKS)
     dn, dv = best(e, 'det ')
     an, av = best(e, 'atomic ')
     fd, fn = e.get('fa4-det'), e.get('fa4')

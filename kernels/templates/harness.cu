@@ -283,10 +283,10 @@ class ClockSampler {
       reasons_ = reinterpret_cast<int (*)(void*, unsigned long long*)>(
           dlsym(lib_, "nvmlDeviceGetCurrentClocksThrottleReasons"));
     shutdown_ = reinterpret_cast<int (*)()>(dlsym(lib_, "nvmlShutdown"));
-    char bus[32] = {0};
-    // The CUDA device's PCI address names the same GPU in NVML whatever CUDA_VISIBLE_DEVICES says.
     if (!init || !by_bus || !clock_ || !shutdown_ || init() != 0) return;
     initialized_ = true;
+    // The CUDA device's PCI address names the same GPU in NVML whatever CUDA_VISIBLE_DEVICES says.
+    char bus[32] = {0};
     if (cudaDeviceGetPCIBusId(bus, sizeof bus, cuda_device) != cudaSuccess || by_bus(bus, &device_) != 0) device_ = nullptr;
   }
   ~ClockSampler() {
@@ -316,13 +316,9 @@ class ClockSampler {
   std::string json() const {
     if (sm_mhz_.empty()) return "null";
     const float lowest = *std::min_element(sm_mhz_.begin(), sm_mhz_.end());
-    std::vector<float> sorted = sm_mhz_;
-    std::sort(sorted.begin(), sorted.end());
-    const size_t n = sorted.size();
-    const double mid = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
     char buf[160];
-    std::snprintf(buf, sizeof buf, "{\"sm_mhz_median\":%.0f,\"sm_mhz_min\":%.0f,\"samples\":%zu,\"limited\":%d}", mid,
-                  lowest, n, limited_);
+    std::snprintf(buf, sizeof buf, "{\"sm_mhz_median\":%.0f,\"sm_mhz_min\":%.0f,\"samples\":%zu,\"limited\":%d}",
+                  median(sm_mhz_), lowest, sm_mhz_.size(), limited_);
     return buf;
   }
 

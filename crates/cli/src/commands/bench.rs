@@ -197,6 +197,20 @@ fn mean_of(values: impl Iterator<Item = Option<f64>>) -> Option<f64> {
     values.filter(|v| !v.is_empty()).map(|v| v.iter().sum::<f64>() / v.len() as f64)
 }
 
+/// The first failure of any round: the deterministic build's, then the atomic one's, then their comparison.
+fn status_cell(rounds: &[&Measured]) -> String {
+    if let Some(s) = rounds.iter().map(|m| &m.deterministic.status).find(|s| *s != "ok") {
+        return s.clone();
+    }
+    if let Some(s) = rounds.iter().filter_map(|m| m.nondeterministic.as_ref()).map(|r| &r.status).find(|s| *s != "ok") {
+        return format!("atomic {s}");
+    }
+    if rounds.iter().any(|m| m.vs_nondeterministic.as_ref().is_some_and(|a| !a.ok)) {
+        return "vs atomic failed".into();
+    }
+    "ok".into()
+}
+
 /// The deterministic build's SM clock over its timed runs: the mean of the rounds' medians, and how many samples
 /// a power or thermal limit held down ("-" where the harness could not read NVML).
 fn clock_cell(rounds: &[&Measured]) -> String {
@@ -230,7 +244,6 @@ fn bench_table(configs: &[ConfigResult], rounds: u32) -> String {
                 _ => "-".into(),
             };
             let best = det == Some(best_det);
-            // The worst round: a failed comparison first, else the largest distance.
             // The worst round: a failed comparison first, then the largest distance (NaN, no comparison, as the
             // largest).
             let agreement = g.rounds.iter().filter_map(|m| m.vs_nondeterministic.as_ref()).max_by(|x, y| {
@@ -238,38 +251,22 @@ fn bench_table(configs: &[ConfigResult], rounds: u32) -> String {
                 let (kx, ky) = (key(x), key(y));
                 kx.0.cmp(&ky.0).then(kx.1.total_cmp(&ky.1))
             });
-            // The first failure of any round: the deterministic build's, the atomic one's, then their comparison.
-            let status = g
-                .rounds
-                .iter()
-                .map(|m| m.deterministic.status.clone())
-                .find(|s| s != "ok")
-                .or_else(|| {
-                    g.rounds
-                        .iter()
-                        .filter_map(|m| m.nondeterministic.as_ref())
-                        .map(|r| &r.status)
-                        .find(|s| *s != "ok")
-                        .map(|s| format!("atomic {s}"))
-                })
-                .or_else(|| {
-                    g.rounds
-                        .iter()
-                        .any(|m| m.vs_nondeterministic.as_ref().is_some_and(|a| !a.ok))
-                        .then(|| "vs atomic failed".to_string())
-                })
-                .unwrap_or_else(|| "ok".to_string());
             let mut row = vec![
                 format!("{} {} {}", c.head_dim, c.mask, c.seqlen),
                 format!("{}{}", g.schedule, if best { " *" } else { "" }),
                 fmt(det),
             ];
             if rounds > 1 {
-                // Only where every round measured it, as the mean.
-                let values: Vec<f64> = g.rounds.iter().filter_map(|m| m.deterministic.tflops.total).collect();
-                let lo_hi = values.iter().copied().reduce(f64::min).zip(values.iter().copied().reduce(f64::max));
-                row.push(match (det, lo_hi) {
-                    (Some(_), Some((lo, hi))) => format!("{lo:.1} .. {hi:.1}"),
+                // Only where every round passed, as the mean.
+                let values: Option<Vec<f64>> = g.rounds.iter().map(|m| passed_tflops(&m.deterministic)).collect();
+                row.push(match values {
+                    Some(v) if !v.is_empty() => {
+                        format!(
+                            "{:.1} .. {:.1}",
+                            v.iter().copied().fold(f64::INFINITY, f64::min),
+                            v.iter().copied().fold(f64::NEG_INFINITY, f64::max)
+                        )
+                    }
                     _ => "-".into(),
                 });
             }
@@ -278,7 +275,7 @@ fn bench_table(configs: &[ConfigResult], rounds: u32) -> String {
                 cost,
                 agreement.map_or("-".into(), Agreement::table_cell),
                 if g.rounds.iter().all(|m| m.deterministic.repeatable) { "yes".into() } else { "NO".into() },
-                status,
+                status_cell(&g.rounds),
                 clock_cell(&g.rounds),
                 a.map_or("-".into(), |a| format!("{:.0}", a.fa4_deterministic)),
                 a.map_or("-".into(), |a| format!("{:.0}", a.fa4)),

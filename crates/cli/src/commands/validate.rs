@@ -257,15 +257,8 @@ fn measure(args: &ValidateArgs, costs: &CostsFile, costs_path: &Path) -> Result<
         for (schedule, results) in schedules {
             let failed = results.iter().find(|r| r.status != "ok");
             let median_of = |value: fn(&HarnessResult) -> Option<f64>| -> Option<f64> {
-                if failed.is_some() {
-                    return None;
-                }
-                let mut values: Option<Vec<f64>> = results.iter().map(value).collect();
-                values.as_mut().map(|v| {
-                    v.sort_by(f64::total_cmp);
-                    let n = v.len();
-                    if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 }
-                })
+                let values: Option<Vec<f64>> = results.iter().map(value).collect();
+                values.filter(|_| failed.is_none()).map(|v| quantile(v, 0.5))
             };
             rows.push(RawRow {
                 mask: mask_name(c.mask).to_string(),

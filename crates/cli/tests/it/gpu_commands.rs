@@ -111,6 +111,12 @@ fn codegen_sm90_needs_the_cutlass_headers_and_names_them_in_the_build() {
     std::fs::remove_dir_all(&cutlass).unwrap();
 }
 
+/// The line of a bench table that holds `schedule`.
+#[cfg(unix)]
+fn row_of(table: &str, schedule: &str) -> String {
+    table.lines().find(|l| l.contains(&format!(" {schedule}"))).unwrap_or_else(|| panic!("{table}")).to_string()
+}
+
 /// `dashc bench` of hd64 512 (512 tokens, one head of 64; `args` name the masks) on the stand-in GPU `machine`,
 /// with `args` and `env` added; asserts success and returns the output and the bench JSON.
 #[cfg(unix)]
@@ -215,7 +221,7 @@ fn bench_rounds_alternate_the_order_and_report_the_mean() {
     let table = stdout(&out);
     assert!(table.contains("det range"), "{table}");
     for (schedule, range) in [("naive", "101.0 .. 108.0"), ("spt", "103.0 .. 106.0")] {
-        let row = table.lines().find(|l| l.contains(&format!(" {schedule}"))).unwrap_or_else(|| panic!("{table}"));
+        let row = row_of(&table, schedule);
         assert!(row.contains("104.5") && row.contains(range) && row.contains("0.0%"), "{row}");
         // The deterministic build's clock: the mean of the rounds' medians, limited samples of all samples.
         assert!(row.contains("1755 (2/2)"), "{row}");
@@ -261,9 +267,6 @@ fn bench_rounds_show_a_failed_round_and_no_mean_for_it() {
     let hopper = fake_gpu_machine("fake-hopper-rounds-fail");
     let cutlass = fake_cutlass("fake-hopper-rounds-fail-cutlass");
     let counter = hopper.join("counter");
-    let row_of = |table: &str, schedule: &str| -> String {
-        table.lines().find(|l| l.contains(&format!(" {schedule}"))).unwrap_or_else(|| panic!("{table}")).to_string()
-    };
     // Run 6 is spt's deterministic build in round 2 (round 2 runs spt atomic, spt det, naive atomic, naive det).
     let _ = std::fs::remove_file(&counter);
     let (out, _) = fake_bench_exiting(
