@@ -35,6 +35,8 @@ pub struct EvaluationSummary {
     pub gap_percent: f64,
     pub tasks: u64,
     pub units: usize,
+    /// The most (batch, head) pairs with a unit resident at once ([`crate::Simulation::peak_heads_in_flight`]).
+    pub heads_in_flight: u32,
 }
 
 impl Evaluation {
@@ -48,6 +50,7 @@ impl Evaluation {
             gap_percent: self.gap_percent(),
             tasks: self.schedule.tasks(),
             units: self.schedule.units().len(),
+            heads_in_flight: self.simulation.peak_heads_in_flight(self.schedule.order()),
         }
     }
 }

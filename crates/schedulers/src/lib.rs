@@ -33,8 +33,8 @@ pub use file::{
 pub use machine::{LaunchPolicy, Machine};
 pub use schedule::Schedule;
 pub use search::{
-    BuiltinResult, CANDIDATES_PER_ROUND, ProblemBounds, Progress, SearchConfig, SearchError, SearchResult, SeedResult,
-    search,
+    BuiltinResult, CANDIDATES_PER_ROUND, HeadsLimit, ProblemBounds, Progress, SearchConfig, SearchError, SearchResult,
+    SeedResult, search,
 };
 pub use simulate::{Segment, SegmentKind, Simulation, SmStats, simulate};
 

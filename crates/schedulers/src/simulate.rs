@@ -7,9 +7,9 @@
 //! schedule and the costs.
 
 use std::cmp::Ordering;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, HashMap};
 
-use dag_model::{Visit, Weights};
+use dag_model::{Order, Visit, Weights};
 use serde::{Deserialize, Serialize};
 
 use crate::{CostModel, LaunchPolicy, Schedule, ScheduleError};
@@ -79,6 +79,39 @@ impl Simulation {
     }
     pub fn total_idle(&self) -> f64 {
         self.sms.iter().map(|s| s.idle).sum()
+    }
+
+    /// The most (batch, head) pairs that have a unit resident at one instant (a unit is resident from its
+    /// dispatch to its end, `[start, end)`). The model has no memory system; this is the measure of what it
+    /// leaves out: every head in flight keeps its Q, dO, LSE, D and dQ accumulator hot in L2, and a schedule
+    /// that spreads the machine over many heads at once can run far slower than simulated (docs/hopper.md).
+    /// `order` is the schedule these times belong to.
+    pub fn peak_heads_in_flight(&self, order: &Order) -> u32 {
+        let mut events: Vec<(f64, bool, u32)> = Vec::with_capacity(2 * self.unit_start.len());
+        for (u, unit) in order.units.iter().enumerate().take(self.unit_start.len()) {
+            events.push((self.unit_start[u], true, unit.bh));
+            events.push((self.unit_end[u], false, unit.bh));
+        }
+        // Ends before starts at the same instant: a unit that ends when another starts does not overlap it.
+        events.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        let mut resident: HashMap<u32, u32> = HashMap::new();
+        let (mut heads, mut peak) = (0u32, 0u32);
+        for (_, starts, bh) in events {
+            let count = resident.entry(bh).or_insert(0);
+            if starts {
+                *count += 1;
+                if *count == 1 {
+                    heads += 1;
+                    peak = peak.max(heads);
+                }
+            } else {
+                *count -= 1;
+                if *count == 0 {
+                    heads -= 1;
+                }
+            }
+        }
+        peak
     }
 }
 

@@ -66,6 +66,28 @@ pub struct SearchConfig {
     pub builtin_seeds: bool,
     /// Further schedules to start from (for example one loaded from a file), for the same problem.
     pub seeds: Vec<Schedule>,
+    /// How many (batch, head) pairs may have a unit resident at once.
+    pub heads_in_flight: HeadsLimit,
+}
+
+/// The limit on (batch, head) pairs in flight that the search keeps to.
+///
+/// The cost model has no memory system. Every head in flight keeps its Q, dO, LSE, D and FP32 dQ accumulator
+/// busy in L2, and a plan that spreads the SMs over every head at once can simulate faster yet run far slower:
+/// on an H100 (bench/results/search-causal-2026-11-25-89c79de-h100) searched schedules with 16–64 (batch,
+/// head) pairs in flight ran 4–24% slower than the built-ins, with 4–9, which the model had placed 2.5–3.4%
+/// behind them. The built-ins walk the heads
+/// in launch order; `Builtins` keeps the search as narrow as the widest of them, and is the command line's
+/// default. The library's default is `Any`: the search of the model as it stands (the paper's optima, the
+/// bounds), which knows nothing of a GPU's memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum HeadsLimit {
+    /// The most that any applicable built-in schedule has in flight (`Simulation::peak_heads_in_flight`).
+    Builtins,
+    AtMost(u32),
+    /// No limit.
+    #[default]
+    Any,
 }
 
 impl Default for SearchConfig {
@@ -76,6 +98,7 @@ impl Default for SearchConfig {
             builtins: ScheduleKind::ALL.to_vec(),
             builtin_seeds: true,
             seeds: Vec::new(),
+            heads_in_flight: HeadsLimit::default(),
         }
     }
 }
@@ -97,6 +120,8 @@ pub struct BuiltinResult {
     pub kind: ScheduleKind,
     /// Its simulated makespan, or why it was not built.
     pub makespan: Result<f64, String>,
+    /// The most (batch, head) pairs it has in flight (`Simulation::peak_heads_in_flight`); 0 if not built.
+    pub heads_in_flight: u32,
 }
 
 /// A starting point of the search and the makespan of its plan with arrival-order ranks.
@@ -104,6 +129,10 @@ pub struct BuiltinResult {
 pub struct SeedResult {
     pub name: String,
     pub makespan: f64,
+    /// The most (batch, head) pairs it has in flight, as the search simulates it.
+    pub heads_in_flight: u32,
+    /// Whether it kept to the limit (a start over it is not searched from).
+    pub within_limit: bool,
 }
 
 /// A searched schedule with its certificate and how it was found.
@@ -122,6 +151,8 @@ pub struct SearchResult {
     pub seeds: Vec<SeedResult>,
     /// Bounds on every schedule of the problem (the schedule's own `Bounds` come from `evaluate`).
     pub problem_bounds: ProblemBounds,
+    /// The limit on (batch, head) pairs in flight the search kept to; `None` for `HeadsLimit::Any`.
+    pub heads_limit: Option<u32>,
 }
 
 impl SearchResult {
@@ -140,6 +171,18 @@ pub enum SearchError {
     ZeroBudget { iterations: u64 },
     #[error("a seed schedule named {name} is for another problem, mask or machine")]
     ForeignSeed { name: String },
+    #[error(
+        "no starting schedule keeps within {limit} heads in flight (the fewest: {fewest}, {name}); \
+         allow at least {fewest}"
+    )]
+    NoSeedWithinHeads { limit: u32, fewest: u32, name: String },
+    #[error(
+        "the searched schedule has {heads} heads in flight in the official simulation, over the limit of \
+         {limit}, and no starting schedule kept with its own ranks is within it"
+    )]
+    SearchedOverHeads { heads: u32, limit: u32 },
+    #[error("the limit on heads in flight must be at least 1")]
+    ZeroHeads,
     #[error(transparent)]
     Schedule(#[from] ScheduleError),
 }
@@ -167,7 +210,10 @@ pub fn search(
             return Err(SearchError::ForeignSeed { name: s.name().to_string() });
         }
     }
-    let tables = Tables::new(&problem, &tile_mask, costs, machine.sms, machine.launch == LaunchPolicy::Persistent);
+    if config.heads_in_flight == HeadsLimit::AtMost(0) {
+        return Err(SearchError::ZeroHeads);
+    }
+    let mut tables = Tables::new(&problem, &tile_mask, costs, machine.sms, machine.launch == LaunchPolicy::Persistent);
     let problem_bounds = ProblemBounds::from_tables(&tables, &tile_mask);
 
     let built: Vec<(ScheduleKind, Result<Schedule, ScheduleError>)> = config
@@ -180,17 +226,34 @@ pub fn search(
         .map(|(kind, r)| BuiltinResult {
             kind: *kind,
             makespan: r.as_ref().map(|s| official_makespan(s, costs)).map_err(|e| e.to_string()),
+            heads_in_flight: r.as_ref().map_or(0, |s| official_heads(s, costs)),
         })
         .collect();
-    // Schedules kept with their own ranks as a fallback.
-    let mut fixed: Vec<&Schedule> = config.seeds.iter().collect();
+    let heads_limit = match config.heads_in_flight {
+        HeadsLimit::Any => None,
+        HeadsLimit::AtMost(n) => Some(n),
+        HeadsLimit::Builtins => builtins.iter().filter(|b| b.makespan.is_ok()).map(|b| b.heads_in_flight).max(),
+    };
+    // Schedules kept with their own ranks as a fallback, if they keep to the limit.
+    let within = |s: &Schedule| heads_limit.is_none_or(|limit| official_heads(s, costs) <= limit);
+    let mut fixed: Vec<&Schedule> = config.seeds.iter().filter(|s| within(s)).collect();
     if config.builtin_seeds {
-        fixed.extend(built.iter().filter_map(|(_, r)| r.as_ref().ok()));
+        fixed.extend(built.iter().filter_map(|(_, r)| r.as_ref().ok()).filter(|s| within(s)));
     }
 
     let mut starts: Vec<(String, Plan)> = seeds::list_seeds(&tables);
     starts.extend(seeds::packed_seeds(&tables));
-    starts.extend(fixed.iter().map(|s| (s.name().to_string(), Plan::from_order(s.order(), &tile_mask))));
+    starts.extend(config.seeds.iter().map(|s| (s.name().to_string(), Plan::from_order(s.order(), &tile_mask))));
+    if config.builtin_seeds {
+        starts.extend(
+            built
+                .iter()
+                .filter_map(|(_, r)| r.as_ref().ok())
+                .map(|s| (s.name().to_string(), Plan::from_order(s.order(), &tile_mask))),
+        );
+    }
+    // Every start is scored without the limit, then those over it are dropped (and reported). A built-in's
+    // plan starts with arrival-order ranks, not its own, so it may run wider than the built-in itself.
     let scores: Vec<Score> = starts
         .par_iter()
         .map(|(_, p)| sim::score_from(p, &tables, None, 0, f64::INFINITY).expect("no cutoff"))
@@ -198,21 +261,87 @@ pub fn search(
     let seed_results: Vec<SeedResult> = starts
         .iter()
         .zip(&scores)
-        .map(|((name, _), s)| SeedResult { name: name.clone(), makespan: s.makespan })
+        .map(|((name, _), s)| SeedResult {
+            name: name.clone(),
+            makespan: s.makespan,
+            heads_in_flight: s.heads,
+            within_limit: heads_limit.is_none_or(|limit| s.heads <= limit),
+        })
         .collect();
-    let first = (0..starts.len()).reduce(|a, b| if scores[b].better_than(&scores[a]) { b } else { a }).unwrap_or(0);
-    let origin = starts[first].0.clone();
-    let mut base = starts.swap_remove(first).1;
-    drop(starts);
+    let first = (0..starts.len())
+        .filter(|&i| seed_results[i].within_limit)
+        .reduce(|a, b| if scores[b].better_than(&scores[a]) { b } else { a });
+    tables.heads_limit = heads_limit.unwrap_or(u32::MAX);
 
-    let stride = snapshot_stride(&tables, base.units.len());
-    let (mut score, mut trace) = sim::trace(&base, &tables, stride);
+    let (mut iterations, mut improvements) = (0, 0);
+    let mut found: Option<(Schedule, f64, String)> = None;
+    if let Some(first) = first {
+        let origin = starts[first].0.clone();
+        let base = starts.swap_remove(first).1;
+        drop(starts);
+        let plan;
+        (plan, iterations, improvements) = improve(base, &tables, config, stop);
+        let (order, _) = sim::assign_ranks(&plan, &tables);
+        let schedule = Schedule::validate("search", problem, mask.clone(), tile_mask.clone(), machine, costs, order)?;
+        // The search's own simulation counts heads in flight as the official one does, but it does not model
+        // decoupled dQ writers, so under such costs its timeline (and its count) can differ: the limit is
+        // checked again on the official simulation.
+        let heads = official_heads(&schedule, costs);
+        if heads_limit.is_none_or(|limit| heads <= limit) {
+            let makespan = official_makespan(&schedule, costs);
+            found = Some((schedule, makespan, origin));
+        } else if fixed.is_empty() {
+            return Err(SearchError::SearchedOverHeads { heads, limit: heads_limit.unwrap_or(u32::MAX) });
+        }
+    } else if fixed.is_empty() {
+        let fewest = (0..starts.len()).min_by_key(|&i| (scores[i].heads, i)).expect("list seeds always exist");
+        return Err(SearchError::NoSeedWithinHeads {
+            limit: heads_limit.unwrap_or(u32::MAX),
+            fewest: scores[fewest].heads,
+            name: starts[fewest].0.clone(),
+        });
+    }
+    // A schedule kept with its own ranks replaces the searched one if it is better (or if no start kept to
+    // the limit, so nothing was searched).
+    if let Some(best_fixed) =
+        fixed.iter().min_by(|a, b| official_makespan(a, costs).total_cmp(&official_makespan(b, costs)))
+        && found.as_ref().is_none_or(|(_, makespan, _)| official_makespan(best_fixed, costs) < *makespan)
+    {
+        let order = best_fixed.order().clone();
+        let schedule = Schedule::validate("search", problem, mask, tile_mask, machine, costs, order)?;
+        let makespan = official_makespan(&schedule, costs);
+        found = Some((schedule, makespan, format!("{} (as built)", best_fixed.name())));
+    }
+    let (schedule, makespan, origin) = found.expect("a searched or a fixed schedule");
+    Ok(SearchResult {
+        schedule,
+        makespan,
+        origin,
+        iterations,
+        improvements,
+        builtins,
+        seeds: seed_results,
+        problem_bounds,
+        heads_limit,
+    })
+}
+
+/// Improves `base` by local search with late acceptance until the budget of `config` or `stop` ends it;
+/// returns the best plan seen, the candidate moves evaluated and the improvements found.
+fn improve(
+    mut base: Plan,
+    tables: &Tables,
+    config: &SearchConfig,
+    stop: &(dyn Fn(&Progress) -> bool + Sync),
+) -> (Plan, u64, u64) {
+    let stride = snapshot_stride(tables, base.units.len());
+    let (mut score, mut trace) = sim::trace(&base, tables, stride);
     let mut guide = moves::Guide::new(&base, &trace);
     let (mut best_plan, mut best_score) = (base.clone(), score);
     // Late acceptance: a candidate replaces the current plan if it is no worse than it, or better than the
     // current plan was `HISTORY` rounds ago. Sideways and slightly worse steps let the search leave plateaus
     // (a makespan that several SMs share, a wait that must move before it can vanish); the best plan seen is
-    // kept apart.
+    // kept apart. A candidate over the limit on heads in flight scores `None`, as one over the cutoff.
     let mut history = vec![score; HISTORY];
     let (mut iterations, mut improvements, mut round) = (0u64, 0u64, 0u64);
     loop {
@@ -223,12 +352,12 @@ pub fn search(
         }
         let count = left.min(CANDIDATES_PER_ROUND);
         let candidates: Vec<moves::Candidate> =
-            (0..count).map(|c| moves::propose(&base, &guide, &tables, &mut Rng::new(config.seed, round, c))).collect();
+            (0..count).map(|c| moves::propose(&base, &guide, tables, &mut Rng::new(config.seed, round, c))).collect();
         let late = history[(round % HISTORY as u64) as usize];
         let cutoff = score.makespan.max(late.makespan);
         let results: Vec<Option<Score>> = candidates
             .par_iter()
-            .map(|(plan, first)| sim::score_from(plan, &tables, Some(&trace), *first, cutoff))
+            .map(|(plan, first)| sim::score_from(plan, tables, Some(&trace), *first, cutoff))
             .collect();
         iterations += count;
         // The best candidate, the first of equals.
@@ -239,7 +368,7 @@ pub fn search(
             let s = results[c].unwrap();
             if !score.better_than(&s) || s.better_than(&late) {
                 let (plan, first) = candidates.into_iter().nth(c).expect("candidate index");
-                (score, trace) = sim::retrace(&plan, &tables, &trace, first);
+                (score, trace) = sim::retrace(&plan, tables, &trace, first);
                 base = plan;
                 guide = moves::Guide::new(&base, &trace);
                 if score.better_than(&best_score) {
@@ -251,32 +380,7 @@ pub fn search(
         history[(round % HISTORY as u64) as usize] = score;
         round += 1;
     }
-    let base = best_plan;
-
-    let (order, _) = sim::assign_ranks(&base, &tables);
-    let schedule = Schedule::validate("search", problem, mask.clone(), tile_mask.clone(), machine, costs, order)?;
-    let mut makespan = official_makespan(&schedule, costs);
-    let mut result_schedule = schedule;
-    let mut origin = origin;
-    if let Some(best_fixed) =
-        fixed.iter().min_by(|a, b| official_makespan(a, costs).total_cmp(&official_makespan(b, costs)))
-        && official_makespan(best_fixed, costs) < makespan
-    {
-        let order = best_fixed.order().clone();
-        origin = format!("{} (as built)", best_fixed.name());
-        result_schedule = Schedule::validate("search", problem, mask, tile_mask, machine, costs, order)?;
-        makespan = official_makespan(&result_schedule, costs);
-    }
-    Ok(SearchResult {
-        schedule: result_schedule,
-        makespan,
-        origin,
-        iterations,
-        improvements,
-        builtins,
-        seeds: seed_results,
-        problem_bounds,
-    })
+    (best_plan, iterations, improvements)
 }
 
 /// The makespan validation computed (validation simulates under the costs it was given).
@@ -284,6 +388,15 @@ fn official_makespan(s: &Schedule, costs: &CostModel) -> f64 {
     match s.validated_under(costs) {
         Some(v) => v.simulation.makespan,
         None => crate::simulate(s, costs, false).map(|sim| sim.makespan).unwrap_or(f64::INFINITY),
+    }
+}
+
+/// The most (batch, head) pairs in flight in the official simulation (`u32::MAX` if it cannot run).
+fn official_heads(s: &Schedule, costs: &CostModel) -> u32 {
+    let heads = |sim: &crate::Simulation| sim.peak_heads_in_flight(s.order());
+    match s.validated_under(costs) {
+        Some(v) => heads(&v.simulation),
+        None => crate::simulate(s, costs, false).map_or(u32::MAX, |sim| heads(&sim)),
     }
 }
 
@@ -354,6 +467,10 @@ mod tests {
                 let s = Schedule::validate(name.clone(), p, mask.clone(), tm.clone(), machine, &costs, order)
                     .unwrap_or_else(|e| panic!("{name} on {mask:?}: {e}"));
                 assert_eq!(official_makespan(&s, &costs), makespan, "{name} on {mask:?}");
+                // The heads in flight too, ties included (a unit ending as another starts is not counted
+                // with it).
+                let heads = sim::score_from(&plan, &t, None, 0, f64::INFINITY).unwrap().heads;
+                assert_eq!(official_heads(&s, &costs), heads, "{name} on {mask:?}");
             }
         }
     }
@@ -379,6 +496,21 @@ mod tests {
                 assert_eq!(Some(s2), full);
                 assert_eq!(sim::score_from(&plan, &t, Some(&t2), plan.units.len(), f64::INFINITY), full);
             }
+            // Under a limit on heads in flight below the parent's, a resumed candidate gives up exactly when
+            // the full run does (the snapshot carries the heads held resident).
+            let mut limited = tables(&p, &tm, machine, &costs);
+            limited.heads_limit = score.heads.saturating_sub(1).max(1);
+            let mut over = 0;
+            for c in 0..200 {
+                let (plan, first) = moves::propose(&base, &guide, &t, &mut Rng::new(5, 1, c));
+                let resumed = sim::score_from(&plan, &limited, Some(&trace), first, f64::INFINITY);
+                let full = sim::score_from(&plan, &limited, None, 0, f64::INFINITY);
+                assert_eq!(resumed, full, "candidate {c} under a limit of {}", limited.heads_limit);
+                let heads = sim::score_from(&plan, &t, None, 0, f64::INFINITY).unwrap().heads;
+                assert_eq!(full.is_none(), heads > limited.heads_limit, "candidate {c}");
+                over += u32::from(full.is_none());
+            }
+            assert!(over > 0, "no candidate went over the limit: the check above tested nothing");
         }
     }
 

@@ -62,6 +62,9 @@ pub(crate) struct Tables {
     pub costs: CostModel,
     pub sms: usize,
     pub persistent: bool,
+    /// A run gives up (scores `None`) once more (batch, head) pairs than this have a unit resident at once;
+    /// `u32::MAX` for no limit. Set by the search, not by `new`.
+    pub heads_limit: u32,
 }
 
 impl Tables {
@@ -97,6 +100,7 @@ impl Tables {
             costs: *costs,
             sms: sms as usize,
             persistent,
+            heads_limit: u32::MAX,
         }
     }
 

@@ -45,6 +45,10 @@ struct Cursor {
     /// Persistent launch: launch position of this SM's next unit.
     next_static: u32,
     wait: f64,
+    /// The (batch, head) this SM holds resident, from a unit's dispatch until its end `held_until`, or
+    /// `NONE`.
+    held: u32,
+    held_until: f64,
 }
 
 /// Everything a run needs to go on from some instant.
@@ -59,14 +63,22 @@ pub(crate) struct State {
     next: usize,
     sm_end: Vec<f64>,
     makespan: f64,
+    /// Units resident per (batch, head), the pairs with at least one, and the most of those so far.
+    resident: Vec<u32>,
+    heads: u32,
+    peak_heads: u32,
 }
 
 /// The score of a simulated plan: the makespan, then the sum of squared SM end times (lower is better;
 /// it rewards moves that shorten one of several SMs ending at the makespan, so plateaus can be crossed).
+/// `heads` is not scored: it is the most (batch, head) pairs resident at once, which the search keeps under
+/// `Tables::heads_limit`, counted as `Simulation::peak_heads_in_flight` counts (a unit is resident from its
+/// dispatch to its end).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Score {
     pub makespan: f64,
     pub spread: f64,
+    pub heads: u32,
 }
 
 impl Score {
@@ -119,6 +131,8 @@ impl State {
                 visit: 0,
                 next_static: sm as u32,
                 wait: 0.0,
+                held: NONE,
+                held_until: f64::INFINITY,
             })
             .collect();
         State {
@@ -131,6 +145,9 @@ impl State {
             next: 0,
             sm_end: vec![0.0; p],
             makespan: 0.0,
+            resident: vec![0; tables.bh_count as usize],
+            heads: 0,
+            peak_heads: 0,
         }
     }
 
@@ -182,17 +199,21 @@ impl State {
             let mut c = self.cursors[sm as usize];
             let next = if c.unit == NONE {
                 let k = if tables.persistent { c.next_static as usize } else { self.next };
+                // The snapshot is of the state before this event changes anything (the cursor is written back
+                // only at the end of the event).
+                if let Record::Trace(t) = &mut record
+                    && !tables.persistent
+                    && k > 0
+                    && k < units
+                    && k % t.stride == 0
+                    && t.snapshots.last().is_none_or(|(last, _)| *last < k)
+                {
+                    t.snapshots.push((k, self.clone()));
+                }
+                self.release(&mut c);
                 if k >= units {
                     None
                 } else {
-                    if let Record::Trace(t) = &mut record
-                        && !tables.persistent
-                        && k > 0
-                        && k % t.stride == 0
-                        && t.snapshots.last().is_none_or(|(last, _)| *last < k)
-                    {
-                        t.snapshots.push((k, self.clone()));
-                    }
                     if tables.persistent {
                         c.next_static += tables.sms as u32;
                     } else {
@@ -200,6 +221,30 @@ impl State {
                     }
                     c.unit = k as u32;
                     c.bh = plan.units[k].bh;
+                    if self.resident[c.bh as usize] == 0 {
+                        // A new head in flight: first let go of every unit that has ended by now, so that a
+                        // unit ending at the instant this one starts is not counted with it (as
+                        // `Simulation::peak_heads_in_flight` counts).
+                        for other in 0..self.cursors.len() {
+                            let o = self.cursors[other];
+                            if other != sm as usize && o.unit == NONE && o.held != NONE && o.held_until <= time {
+                                let mut o = o;
+                                self.release(&mut o);
+                                self.cursors[other] = o;
+                            }
+                        }
+                    }
+                    c.held = c.bh;
+                    c.held_until = f64::INFINITY;
+                    let held = &mut self.resident[c.bh as usize];
+                    *held += 1;
+                    if *held == 1 {
+                        self.heads += 1;
+                        self.peak_heads = self.peak_heads.max(self.heads);
+                        if self.peak_heads > tables.heads_limit {
+                            return None;
+                        }
+                    }
                     c.run = 0;
                     c.visit = 0;
                     c.wait = 0.0;
@@ -264,8 +309,24 @@ impl State {
             self.cursors[sm as usize] = c;
             self.events.replace_top(next);
         }
+        // A run resumed from a snapshot already over the limit never reaches the check at a dispatch.
+        if self.peak_heads > tables.heads_limit {
+            return None;
+        }
         let spread = self.sm_end.iter().map(|e| e * e).sum();
-        Some(Score { makespan: self.makespan, spread })
+        Some(Score { makespan: self.makespan, spread, heads: self.peak_heads })
+    }
+
+    /// Lets go of the (batch, head) the SM held, if any.
+    fn release(&mut self, c: &mut Cursor) {
+        if c.held != NONE {
+            let held = &mut self.resident[c.held as usize];
+            *held -= 1;
+            if *held == 0 {
+                self.heads -= 1;
+            }
+            c.held = NONE;
+        }
     }
 
     /// Ends the resident unit at `end`; the SM asks the dispatcher for the next unit at that time.
@@ -277,6 +338,7 @@ impl State {
         self.sm_end[sm as usize] = end;
         self.makespan = self.makespan.max(end);
         c.unit = NONE;
+        c.held_until = end;
         end
     }
 }

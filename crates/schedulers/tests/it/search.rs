@@ -7,8 +7,8 @@ use std::sync::Arc;
 use dag_model::{Mask, Problem, TileMask};
 use proptest::prelude::*;
 use schedulers::{
-    CostModel, LaunchPolicy, Machine, ProblemBounds, ScheduleFile, ScheduleFileError, ScheduleKind, SearchConfig,
-    SearchError, SearchResult, search, simulate,
+    CostModel, HeadsLimit, LaunchPolicy, Machine, ProblemBounds, ScheduleFile, ScheduleFileError, ScheduleKind,
+    SearchConfig, SearchError, SearchResult, search, simulate,
 };
 
 use crate::common::{ideal, problem};
@@ -110,6 +110,55 @@ proptest! {
             let s = kind.build(problem, mask.clone(), tm.clone(), machine, &costs).unwrap();
             let m = simulate(&s, &costs, false).unwrap().makespan;
             prop_assert!(pb <= m + 1e-9 * m.max(1.0), "{kind:?}: bound {pb} above {m}");
+        }
+    }
+
+    #[test]
+    fn searched_schedules_keep_to_the_limit_on_heads_in_flight(
+        (problem, mask, machine, costs) in case(),
+        limit in 1u32..6,
+        writers in 0u32..3,
+    ) {
+        // Decoupled writers (multi-head attention only): the search's own simulation does not model them, so
+        // the limit must hold in the official simulation all the same.
+        let (problem, costs) = if writers > 0 {
+            let p = crate::common::problem(
+                problem.batch(), problem.heads(), problem.heads(), problem.seqlen_q(), problem.seqlen_k(),
+                problem.block_m(), problem.block_n(),
+            );
+            (p, CostModel { dq_writers: writers, ..costs })
+        } else {
+            (problem, costs)
+        };
+        let heads_of = |s: &schedulers::Schedule| simulate(s, &costs, false).unwrap().peak_heads_in_flight(s.order());
+        let tm = Arc::new(TileMask::new(&problem, &mask).unwrap());
+        // At most `limit`: the result keeps to it, or no start could.
+        let config = SearchConfig { heads_in_flight: HeadsLimit::AtMost(limit), ..iterations(24) };
+        match search(problem, mask.clone(), tm.clone(), machine, &costs, &config, &|_| false) {
+            Ok(r) => {
+                prop_assert!(heads_of(&r.schedule) <= limit, "{} heads over {limit}", heads_of(&r.schedule));
+                prop_assert_eq!(r.heads_limit, Some(limit));
+            }
+            Err(SearchError::NoSeedWithinHeads { limit: l, fewest, .. }) => {
+                prop_assert_eq!(l, limit);
+                prop_assert!(fewest > limit);
+            }
+            // Only where the search's simulation and the official one differ: under decoupled writers.
+            Err(SearchError::SearchedOverHeads { heads, limit: l }) => {
+                prop_assert!(writers > 0 && heads > l && l == limit, "{heads} over {l} with {writers} writers");
+            }
+            Err(e) => prop_assert!(false, "unexpected error {e}"),
+        }
+        // The built-ins' width: never wider than the widest built-in, never slower than any of them.
+        let config = SearchConfig { heads_in_flight: HeadsLimit::Builtins, ..iterations(24) };
+        let r = search(problem, mask, tm, machine, &costs, &config, &|_| false).expect("a built-in keeps to it");
+        let widest = r.builtins.iter().filter(|b| b.makespan.is_ok()).map(|b| b.heads_in_flight).max();
+        prop_assert_eq!(r.heads_limit, widest);
+        prop_assert!(heads_of(&r.schedule) <= widest.unwrap());
+        for b in &r.builtins {
+            if let Ok(m) = b.makespan {
+                prop_assert!(r.makespan <= m + 1e-9 * m.max(1.0), "{:?} {} beats search {}", b.kind, m, r.makespan);
+            }
         }
     }
 
@@ -249,4 +298,37 @@ fn the_certificate_bounds_hold_on_the_paper_shape() {
     assert_eq!(pb.column_packing, 16.0 * 320.0);
     assert_eq!(pb.longest_column, 320.0);
     assert_eq!(pb.best(), 5120.0);
+}
+
+/// Heads in flight on a case small enough to count by hand: 4 heads of 2 equal KV columns each, naive order
+/// (head by head, column by column), constant costs and free adds. Units of one wave start and end together.
+#[test]
+fn heads_in_flight_are_counted_as_a_unit_is_resident() {
+    let p = problem(1, 4, 4, 128, 256, 64, 128);
+    // Free adds: a head's two units never wait for each other on a dQ tile, so they end together.
+    let costs = CostModel { reduce: 0.0, ..CostModel::default() };
+    for (sms, expected) in [(1, 1), (2, 1), (3, 2), (4, 2), (5, 3), (8, 4)] {
+        let machine = Machine { sms, launch: LaunchPolicy::InOrder };
+        let s = crate::common::build(ScheduleKind::Naive, p, Mask::Full, machine, &costs).unwrap();
+        let sim = simulate(&s, &costs, false).unwrap();
+        // With 2 SMs, head 0's two units end at the instant head 1's start: one head at a time, not two.
+        assert_eq!(sim.peak_heads_in_flight(s.order()), expected, "{sms} SMs");
+    }
+}
+
+/// Limits that no start keeps to, and a limit of zero, are refused with the fewest any start needs.
+#[test]
+fn an_impossible_limit_on_heads_in_flight_is_refused() {
+    let p = problem(1, 4, 4, 1024, 1024, 64, 128);
+    let machine = Machine { sms: 16, launch: LaunchPolicy::InOrder };
+    let tm = Arc::new(TileMask::new(&p, &Mask::Causal).unwrap());
+    let costs = CostModel::default();
+    let at_most = |n| SearchConfig { heads_in_flight: HeadsLimit::AtMost(n), ..iterations(8) };
+    let err = search(p, Mask::Causal, tm.clone(), machine, &costs, &at_most(0), &|_| false).unwrap_err();
+    assert_eq!(err, SearchError::ZeroHeads);
+    let err = search(p, Mask::Causal, tm.clone(), machine, &costs, &at_most(1), &|_| false).unwrap_err();
+    let SearchError::NoSeedWithinHeads { limit: 1, fewest, .. } = err else { panic!("{err:?}") };
+    assert!(fewest >= 2);
+    let r = search(p, Mask::Causal, tm, machine, &costs, &at_most(fewest), &|_| false).unwrap();
+    assert!(simulate(&r.schedule, &costs, false).unwrap().peak_heads_in_flight(r.schedule.order()) <= fewest);
 }
