@@ -279,7 +279,7 @@ pub struct GanttArgs {
 }
 
 /// The simulation flags that a timeline file replaces.
-const GANTT_SHAPE_FLAGS: [&str; 37] = [
+const GANTT_SHAPE_FLAGS: [&str; 38] = [
     "batch",
     "heads",
     "kv_heads",
@@ -302,6 +302,7 @@ const GANTT_SHAPE_FLAGS: [&str; 37] = [
     "budget_secs",
     "iterations",
     "search_seed",
+    "max_heads_in_flight",
     "ideal",
     "tiles",
     "compute",
@@ -348,6 +349,10 @@ pub struct ConfigsArgs {
     /// with the sm90 main loop: persistent; `validate --from-raw`: the measurements' own]
     #[arg(long, value_enum)]
     pub launch: Option<LaunchArg>,
+    /// With `search` among the schedules: the most (batch, head) pairs in flight the search may use, a number,
+    /// `builtins` or `any` (docs/search.md) [default: builtins]
+    #[arg(long, value_name = "N|builtins|any")]
+    pub max_heads_in_flight: Option<String>,
     #[command(flatten)]
     pub costs: CostArgs,
 }
@@ -485,6 +490,11 @@ pub struct SearchBudgetArgs {
     /// Search: seed of the move streams [default: 0]
     #[arg(allow_negative_numbers = true, long, value_name = "N")]
     pub search_seed: Option<u64>,
+    /// Search: the most (batch, head) pairs with a unit resident at once: a number, `builtins` (the widest of
+    /// the built-in schedules) or `any`. The model has no memory system, and schedules spread over many heads
+    /// at once ran far slower than simulated (docs/search.md) [default: builtins]
+    #[arg(long, value_name = "N|builtins|any")]
+    pub max_heads_in_flight: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -10,10 +10,10 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use schedulers::{
-    CostModel, Evaluation, FileHeader, Progress, Provenance, Schedule, ScheduleFile, ScheduleKind, SearchConfig,
-    SearchResult, evaluate, search,
+    CostModel, Evaluation, FileHeader, HeadsLimit, Progress, Provenance, Schedule, ScheduleFile, ScheduleKind,
+    SearchConfig, SearchError, SearchResult, evaluate, search,
 };
 
 use crate::args::ShapeArgs;
@@ -43,6 +43,7 @@ pub enum Budget {
 pub struct SearchRequest {
     pub budget: Budget,
     pub seed: u64,
+    pub heads_in_flight: HeadsLimit,
 }
 
 impl SearchRequest {
@@ -50,9 +51,14 @@ impl SearchRequest {
     pub fn from_args(a: &ShapeArgs, wanted: bool) -> Result<Option<SearchRequest>> {
         let b = &a.search;
         if !wanted {
-            if b.budget_secs.is_some() || b.iterations.is_some() || b.search_seed.is_some() {
+            if b.budget_secs.is_some()
+                || b.iterations.is_some()
+                || b.search_seed.is_some()
+                || b.max_heads_in_flight.is_some()
+            {
                 return Err(bad_input(
-                    "--budget-secs, --iterations and --search-seed apply to --schedule search (or dashc search)",
+                    "--budget-secs, --iterations, --search-seed and --max-heads-in-flight apply to --schedule \
+                     search (or dashc search)",
                 ));
             }
             return Ok(None);
@@ -69,7 +75,19 @@ impl SearchRequest {
             (None, Some(n)) => Budget::Iterations(n),
             (None, None) => Budget::Iterations(DEFAULT_ITERATIONS),
         };
-        Ok(Some(SearchRequest { budget, seed: b.search_seed.unwrap_or(0) }))
+        let heads_in_flight = match b.max_heads_in_flight.as_deref().map(str::trim) {
+            None | Some("builtins") => HeadsLimit::Builtins,
+            Some("any") => HeadsLimit::Any,
+            Some(n) => match n.parse::<u32>() {
+                Ok(n) if n >= 1 => HeadsLimit::AtMost(n),
+                _ => {
+                    return Err(bad_input(format!(
+                        "--max-heads-in-flight takes a number of at least 1, `builtins` or `any` (got `{n}`)"
+                    )));
+                }
+            },
+        };
+        Ok(Some(SearchRequest { budget, seed: b.search_seed.unwrap_or(0), heads_in_flight }))
     }
 }
 
@@ -93,6 +111,7 @@ pub fn run(
         builtins,
         builtin_seeds,
         seeds: setup.schedule_file.iter().map(|f| (*f.schedule).clone()).collect(),
+        heads_in_flight: req.heads_in_flight,
     };
     let limit = match req.budget {
         Budget::Secs(s) => Some(Duration::from_secs_f64(s)),
@@ -104,7 +123,13 @@ pub fn run(
         limit.is_some_and(|l| elapsed >= l)
     };
     search(setup.problem, setup.mask.clone(), setup.tile_mask.clone(), setup.machine, &setup.costs, &config, &stop)
-        .context("schedule search")
+        .map_err(|e| match e {
+            // The limit came from the command line: bad input, exit code 2.
+            SearchError::NoSeedWithinHeads { .. } | SearchError::SearchedOverHeads { .. } => {
+                bad_input(format!("--max-heads-in-flight: {e}"))
+            }
+            e => anyhow::Error::new(e).context("schedule search"),
+        })
 }
 
 /// The schedules of `setup` beyond the built-ins: the loaded file's, then the search's (against every

@@ -125,6 +125,7 @@ impl Plan {
         base.launch = a.launch;
         base.costs = a.costs.clone();
         base.schedule = schedules;
+        base.search.max_heads_in_flight = a.max_heads_in_flight.clone();
         let plan = Plan { configs, tokens: a.tokens, hidden: a.hidden, base };
         // Resolve the first configuration now, so that bad names and costs fail before any work starts.
         plan.setup(&plan.configs[0])?;

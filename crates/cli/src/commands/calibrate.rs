@@ -67,6 +67,7 @@ fn jobs(args: &CalibrateArgs) -> Result<Vec<(crate::sweep::Config, schedulers::S
         hidden: args.hidden,
         sms: args.sms,
         launch: Some(LaunchArg::InOrder),
+        max_heads_in_flight: None,
         costs: base.costs,
     };
     let plan = Plan::from_args(&configs_args)?;

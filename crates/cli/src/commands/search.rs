@@ -32,6 +32,8 @@ struct SearchInfo {
     builtin_seeds: bool,
     /// The starting point the result descends from.
     origin: String,
+    /// The most (batch, head) pairs in flight the search kept to (`--max-heads-in-flight`); null for `any`.
+    max_heads_in_flight: Option<u32>,
 }
 
 #[derive(Serialize)]
@@ -55,6 +57,8 @@ struct BuiltinJson {
     makespan: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     reason: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    heads_in_flight: Option<u32>,
 }
 
 #[derive(Serialize)]
@@ -69,6 +73,9 @@ struct BestBuiltinJson {
 struct SeedJson {
     name: String,
     makespan: f64,
+    heads_in_flight: u32,
+    /// Whether it kept to the limit on heads in flight (a start over it is not searched from).
+    within_limit: bool,
 }
 
 #[derive(Serialize)]
@@ -138,6 +145,7 @@ pub fn run(args: SearchArgs) -> Result<()> {
                 candidates_per_round: schedulers::CANDIDATES_PER_ROUND,
                 builtin_seeds: !args.no_builtin_seeds,
                 origin: result.origin.clone(),
+                max_heads_in_flight: result.heads_limit,
             },
             result: ResultJson {
                 schedule: SEARCH,
@@ -150,17 +158,33 @@ pub fn run(args: SearchArgs) -> Result<()> {
                 .builtins
                 .iter()
                 .map(|b| match &b.makespan {
-                    Ok(m) => BuiltinJson { schedule: b.kind.name(), status: "ok", makespan: Some(*m), reason: None },
+                    Ok(m) => BuiltinJson {
+                        schedule: b.kind.name(),
+                        status: "ok",
+                        makespan: Some(*m),
+                        reason: None,
+                        heads_in_flight: Some(b.heads_in_flight),
+                    },
                     Err(r) => BuiltinJson {
                         schedule: b.kind.name(),
                         status: "skipped",
                         makespan: None,
                         reason: Some(r.clone()),
+                        heads_in_flight: None,
                     },
                 })
                 .collect(),
             best_builtin,
-            seeds: result.seeds.iter().map(|s| SeedJson { name: s.name.clone(), makespan: s.makespan }).collect(),
+            seeds: result
+                .seeds
+                .iter()
+                .map(|s| SeedJson {
+                    name: s.name.clone(),
+                    makespan: s.makespan,
+                    heads_in_flight: s.heads_in_flight,
+                    within_limit: s.within_limit,
+                })
+                .collect(),
             saved_to: args.save_schedule.as_ref().map(|p| p.display().to_string()),
         };
         println!("{}", serde_json::to_string_pretty(&doc)?);
@@ -179,24 +203,40 @@ pub fn run(args: SearchArgs) -> Result<()> {
     );
     println!("  the same schedule again: --iterations {} --search-seed {}", result.iterations, req.seed);
     println!();
+    let summary = eval.summary();
     let mut rows = vec![vec![
         SEARCH.to_string(),
         num(eval.makespan()),
         format!("{:.2}%", gap(eval.makespan(), bound_any)),
         String::new(),
+        summary.heads_in_flight.to_string(),
     ]];
-    let mut builtins: Vec<(&'static str, f64)> =
-        result.builtins.iter().filter_map(|b| b.makespan.as_ref().ok().map(|&m| (b.kind.name(), m))).collect();
+    let mut builtins: Vec<(&'static str, f64, u32)> = result
+        .builtins
+        .iter()
+        .filter_map(|b| b.makespan.as_ref().ok().map(|&m| (b.kind.name(), m, b.heads_in_flight)))
+        .collect();
     builtins.sort_by(|a, b| a.1.total_cmp(&b.1));
-    for (name, m) in &builtins {
+    for (name, m, heads) in &builtins {
         rows.push(vec![
             name.to_string(),
             num(*m),
             format!("{:.2}%", gap(*m, bound_any)),
             format!("{:+.2}%", (m / eval.makespan() - 1.0) * 100.0),
+            heads.to_string(),
         ]);
     }
-    print!("{}", table(&["schedule", "makespan", "above bound", "vs search"], &rows));
+    print!("{}", table(&["schedule", "makespan", "above bound", "vs search", "heads in flight"], &rows));
+    match result.heads_limit {
+        Some(limit) => println!(
+            "heads in flight: the search kept to at most {limit} (--max-heads-in-flight; the model has no L2, \
+             docs/search.md)"
+        ),
+        None => println!(
+            "heads in flight: no limit (--max-heads-in-flight any); schedules spread over many heads ran far \
+             slower than simulated on an H100 (docs/search.md)"
+        ),
+    }
     for b in &result.builtins {
         if let Err(reason) = &b.makespan {
             println!("{}: skipped, {reason}", b.kind.name());

@@ -91,10 +91,21 @@ pub fn run(args: SimulateArgs) -> Result<()> {
                 format!("{:.1}%", k.extra.wait_percent),
                 format!("{:.1}%", k.extra.idle_percent),
                 num(max_wait),
+                s.heads_in_flight.to_string(),
             ]);
         }
     }
-    let headers = ["schedule", "makespan", "best bound", "above bound", "busy", "waiting", "idle", "max SM wait"];
+    let headers = [
+        "schedule",
+        "makespan",
+        "best bound",
+        "above bound",
+        "busy",
+        "waiting",
+        "idle",
+        "max SM wait",
+        "heads in flight",
+    ];
     print!("{}", table(&headers, &rows));
     for o in &outcomes {
         if let Outcome::Skipped { schedule, reason } = o {

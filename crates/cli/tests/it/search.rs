@@ -257,3 +257,70 @@ fn a_file_for_another_problem_or_a_tampered_one_is_refused() {
     a.push(bad.to_str().unwrap());
     fails_with(&a, 2, "does not hold a valid schedule: invalid schedule: dq tile");
 }
+
+/// The bench's hd64 causal 8192 configuration (batch 2 x 32 heads) under calibrated costs, in-order launch:
+/// left free, the search beats the built-ins in the model by spreading the machine over all 64 (batch, head)
+/// pairs at once, which on an H100 ran 24% slower than spt (bench/results/search-causal-2026-11-25-89c79de-h100).
+/// By default it keeps to the built-ins' width.
+#[test]
+fn the_search_keeps_to_the_built_ins_heads_in_flight_unless_told_otherwise() {
+    let costs = crate::common::costs_fixture();
+    let run = |limit: &[&str]| {
+        let mut a = vec![
+            "search",
+            "--launch",
+            "in-order",
+            "--batch",
+            "2",
+            "--heads",
+            "32",
+            "--seqlen",
+            "8192",
+            "--head-dim",
+            "64",
+            "--mask",
+            "causal",
+            "--costs",
+            &costs,
+            "--iterations",
+            "400",
+            "--json",
+        ];
+        a.extend_from_slice(limit);
+        json(&dashc(&a))
+    };
+    let widest = |out: &serde_json::Value| {
+        out["builtins"].as_array().unwrap().iter().filter_map(|b| b["heads_in_flight"].as_u64()).max().unwrap()
+    };
+    let default = run(&[]);
+    let free = run(&["--max-heads-in-flight", "any"]);
+    let limit = default["search"]["max_heads_in_flight"].as_u64().unwrap();
+    assert_eq!(limit, widest(&default));
+    assert!(limit < 16, "the built-ins walk the heads in order: {limit} in flight");
+    assert!(default["result"]["heads_in_flight"].as_u64().unwrap() <= limit);
+    assert!(free["search"]["max_heads_in_flight"].is_null());
+    assert_eq!(free["result"]["heads_in_flight"], 64);
+    let (d, f) = (default["result"]["makespan"].as_f64().unwrap(), free["result"]["makespan"].as_f64().unwrap());
+    assert!(f < d, "the spread schedule is faster in the model ({f} against {d}), which is the trap");
+    // A number in between is kept to as well.
+    let eight = run(&["--max-heads-in-flight", "8"]);
+    assert_eq!(eight["search"]["max_heads_in_flight"], 8);
+    assert!(eight["result"]["heads_in_flight"].as_u64().unwrap() <= 8);
+    // The table names the limit and shows every schedule's heads in flight.
+    let text = stdout(&dashc(&args(&["search"], &["--iterations", "16"])));
+    assert!(text.contains("heads in flight: the search kept to at most"), "{text}");
+}
+
+#[test]
+fn a_bad_limit_on_heads_in_flight_is_refused() {
+    fails_with(&args(&["search"], &["--max-heads-in-flight", "0"]), 2, "a number of at least 1, `builtins` or `any`");
+    fails_with(&args(&["search"], &["--max-heads-in-flight", "few"]), 2, "(got `few`)");
+    fails_with(&args(&["bounds"], &["--max-heads-in-flight", "4"]), 2, "apply to --schedule search");
+    // Fewer than any start needs: the message says how many would do.
+    fails_with(&args(&["search"], &["--max-heads-in-flight", "1", "--iterations", "8"]), 2, "allow at least");
+    fails_with(
+        &["sweep", "--seqlens", "1024", "--schedules", "spt", "--max-heads-in-flight", "4"],
+        2,
+        "apply to --schedule search",
+    );
+}
