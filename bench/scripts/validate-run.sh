@@ -3,18 +3,39 @@
 # Usage on the device machine: bash bench/scripts/validate-run.sh  (writes under $OUT), with target/dashc-dev and
 # target/cutlass-wheel carried. ARCH picks the main loop: sm90 (default) or sm80. KEEP_TRACES=DIR keeps the
 # calibration traces (docs/trace-format.md) in DIR. ROUNDS=N measures validate's rows N times in alternating order
-# (`validate --rounds`; run 84's whole script, calibrate and one round, took 403 s on an H100, the per-call limit is
-# 600 s).
+# (`validate --rounds`); REPS=N sets its repetitions per measurement (default 10). PART splits the work over two calls (run 84's whole script, calibrate and one round, took
+# 403 s on an H100; the per-call limit is 600 s):
+#   PART=all (default): everything in one call;
+#   PART=calibrate: calibrate and the traced run; costs.json is also kept in /tmp/dashc-costs.json on the machine;
+#   PART=validate: validate under COSTS_FILE (default /tmp/dashc-costs.json, left by PART=calibrate on the same
+#     warm machine). One round at REPS=10 took 289 s on an H100 (run 94), two rounds about 600 s: with ROUNDS=2
+#     try REPS=5.
+# Everything the call writes is also packed into $OUT/validate-run.tgz: a device call returns only a few files.
 set -uo pipefail
 export PATH=/usr/local/cuda/bin:$PATH
 D=target/dashc-dev
 A="--arch ${ARCH:-sm90}"
+PART=${PART:-all}
 [ "${ARCH:-sm90}" = sm90 ] && WHEEL=$(ls target/cutlass-wheel/nvidia_cutlass-*.whl) kernels/fetch-cutlass.sh > /dev/null
 mkdir -p /tmp/vdoc
-nvidia-smi --query-gpu=name,uuid,compute_cap,driver_version,clocks.max.sm --format=csv,noheader
-$D calibrate $A --reps 5 ${KEEP_TRACES:+--keep-traces $KEEP_TRACES} -o $OUT/costs.json 2>&1 | tee $OUT/calibrate.log
-[ -f $OUT/costs.json ] || exit 1
-$D validate $A --costs $OUT/costs.json --no-check --reps 10 --rounds ${ROUNDS:-1} --raw $OUT/validate-raw.json --doc /tmp/vdoc/validation.md 2>&1 | tee $OUT/validate.log
-$D run $A --seqlen 1024 --batch 16 --heads 16 --head-dim 128 --mask causal --schedule descending --no-check --reps 20 \
-  --costs $OUT/costs.json --trace $OUT/trace-causal-1024.json 2>&1 | tee $OUT/run-trace.log
+nvidia-smi --query-gpu=name,uuid,compute_cap,driver_version,clocks.max.sm --format=csv,noheader | tee $OUT/device.txt
+if [ $PART = all ] || [ $PART = calibrate ]; then
+  $D calibrate $A --reps 5 ${KEEP_TRACES:+--keep-traces $KEEP_TRACES} -o $OUT/costs.json 2>&1 | tee $OUT/calibrate.log
+  [ -f $OUT/costs.json ] || exit 1
+  cp $OUT/costs.json /tmp/dashc-costs.json
+  $D run $A --seqlen 1024 --batch 16 --heads 16 --head-dim 128 --mask causal --schedule descending --no-check \
+    --reps 20 --costs $OUT/costs.json --trace $OUT/trace-causal-1024.json 2>&1 | tee $OUT/run-trace.log
+  echo "calibrate part done at ${SECONDS}s"
+fi
+if [ $PART = validate ]; then
+  COSTS=${COSTS_FILE:-/tmp/dashc-costs.json}
+  [ -f $COSTS ] || { echo "no costs file $COSTS: run PART=calibrate first on this warm machine"; exit 1; }
+  cp $COSTS $OUT/costs.json
+fi
+if [ $PART = all ] || [ $PART = validate ]; then
+  $D validate $A --costs $OUT/costs.json --no-check --reps ${REPS:-10} --rounds ${ROUNDS:-1} --raw $OUT/validate-raw.json \
+    --doc /tmp/vdoc/validation.md 2>&1 | tee $OUT/validate.log
+  cp /tmp/vdoc/validation.md $OUT/ 2>/dev/null
+fi
+(cd $OUT && tar czf /tmp/validate-run.tgz --exclude=validate-run.tgz . && mv /tmp/validate-run.tgz .)
 ls -la $OUT
