@@ -89,8 +89,11 @@ impl Simulation {
     pub fn peak_heads_in_flight(&self, order: &Order) -> u32 {
         let mut events: Vec<(f64, bool, u32)> = Vec::with_capacity(2 * self.unit_start.len());
         for (u, unit) in order.units.iter().enumerate().take(self.unit_start.len()) {
-            events.push((self.unit_start[u], true, unit.bh));
-            events.push((self.unit_end[u], false, unit.bh));
+            // A unit of no duration (all its costs zero) is resident for no time at all.
+            if self.unit_end[u] > self.unit_start[u] {
+                events.push((self.unit_start[u], true, unit.bh));
+                events.push((self.unit_end[u], false, unit.bh));
+            }
         }
         // Ends before starts at the same instant: a unit that ends when another starts does not overlap it.
         events.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));

@@ -294,15 +294,18 @@ pub fn search(
             return Err(SearchError::SearchedOverHeads { heads, limit: heads_limit.unwrap_or(u32::MAX) });
         }
     } else if fixed.is_empty() {
-        let fewest = (0..starts.len()).min_by_key(|&i| (scores[i].heads, i)).expect("list seeds always exist");
-        return Err(SearchError::NoSeedWithinHeads {
-            limit: heads_limit.unwrap_or(u32::MAX),
-            fewest: scores[fewest].heads,
-            name: starts[fewest].0.clone(),
-        });
+        // The fewest any start needs: a plan with arrival ranks as the search counts it, or a built-in kept as
+        // built as the official simulation counts it (which can be fewer).
+        let plans = (0..starts.len()).map(|i| (scores[i].heads, starts[i].0.clone()));
+        let as_built = builtins
+            .iter()
+            .filter(|b| config.builtin_seeds && b.makespan.is_ok())
+            .map(|b| (b.heads_in_flight, format!("{} as built", b.kind.name())));
+        let (fewest, name) = plans.chain(as_built).min_by_key(|(h, _)| *h).expect("list seeds always exist");
+        return Err(SearchError::NoSeedWithinHeads { limit: heads_limit.unwrap_or(u32::MAX), fewest, name });
     }
     // A schedule kept with its own ranks replaces the searched one if it is better (or if no start kept to
-    // the limit, so nothing was searched).
+    // the limit, so nothing was searched, or the searched one went over it).
     if let Some(best_fixed) =
         fixed.iter().min_by(|a, b| official_makespan(a, costs).total_cmp(&official_makespan(b, costs)))
         && found.as_ref().is_none_or(|(_, makespan, _)| official_makespan(best_fixed, costs) < *makespan)
@@ -310,7 +313,12 @@ pub fn search(
         let order = best_fixed.order().clone();
         let schedule = Schedule::validate("search", problem, mask, tile_mask, machine, costs, order)?;
         let makespan = official_makespan(&schedule, costs);
-        found = Some((schedule, makespan, format!("{} (as built)", best_fixed.name())));
+        let why = match (&found, first) {
+            (Some(_), _) => "",
+            (None, Some(_)) => "; the searched schedule went over the limit on heads in flight",
+            (None, None) => "; no start kept to the limit on heads in flight",
+        };
+        found = Some((schedule, makespan, format!("{} (as built{why})", best_fixed.name())));
     }
     let (schedule, makespan, origin) = found.expect("a searched or a fixed schedule");
     Ok(SearchResult {
@@ -467,8 +475,8 @@ mod tests {
                 let s = Schedule::validate(name.clone(), p, mask.clone(), tm.clone(), machine, &costs, order)
                     .unwrap_or_else(|e| panic!("{name} on {mask:?}: {e}"));
                 assert_eq!(official_makespan(&s, &costs), makespan, "{name} on {mask:?}");
-                // The heads in flight too, ties included (a unit ending as another starts is not counted
-                // with it).
+                // The heads in flight too, with the ties of equal costs (a unit ending as another starts is
+                // not counted with it; zero costs can make the search count more, see `sim::Score`).
                 let heads = sim::score_from(&plan, &t, None, 0, f64::INFINITY).unwrap().heads;
                 assert_eq!(official_heads(&s, &costs), heads, "{name} on {mask:?}");
             }

@@ -73,7 +73,9 @@ pub(crate) struct State {
 /// it rewards moves that shorten one of several SMs ending at the makespan, so plateaus can be crossed).
 /// `heads` is not scored: it is the most (batch, head) pairs resident at once, which the search keeps under
 /// `Tables::heads_limit`, counted as `Simulation::peak_heads_in_flight` counts (a unit is resident from its
-/// dispatch to its end).
+/// dispatch to its end). Where costs are zero it can count more, never fewer: a unit of no duration, or one
+/// whose last add ends at the instant it arrives, is still resident to an SM that dispatches at that instant
+/// before it (events go in (time, SM) order).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Score {
     pub makespan: f64,

@@ -332,3 +332,15 @@ fn an_impossible_limit_on_heads_in_flight_is_refused() {
     let r = search(p, Mask::Causal, tm, machine, &costs, &at_most(fewest), &|_| false).unwrap();
     assert!(simulate(&r.schedule, &costs, false).unwrap().peak_heads_in_flight(r.schedule.order()) <= fewest);
 }
+
+/// Zero costs make units of no duration: they are resident for no time, and counting them must not underflow.
+#[test]
+fn units_of_no_duration_are_never_in_flight() {
+    let p = problem(1, 4, 4, 128, 256, 64, 128);
+    let costs = CostModel { compute: 0.0, compute_partial: Some(0.0), reduce: 0.0, ..CostModel::default() };
+    let machine = Machine { sms: 3, launch: LaunchPolicy::InOrder };
+    let s = crate::common::build(ScheduleKind::Naive, p, Mask::Full, machine, &costs).unwrap();
+    let sim = simulate(&s, &costs, false).unwrap();
+    assert_eq!(sim.makespan, 0.0);
+    assert_eq!(sim.peak_heads_in_flight(s.order()), 0);
+}
