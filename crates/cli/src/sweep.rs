@@ -177,6 +177,8 @@ pub struct Row {
     pub backward_flops: f64,
     /// Backward TFLOPS; only with costs in microseconds (calibrated), otherwise absent.
     pub tflops: Option<f64>,
+    /// The most (batch, head) pairs with a unit resident at once (docs/search.md, "Heads in flight").
+    pub heads_in_flight: u32,
 }
 
 /// Everything a sweep produced.
@@ -297,6 +299,7 @@ fn evaluate(plan: &Plan, c: &Config, time_unit: &str) -> Result<Vec<Row>> {
             tasks: s.tasks,
             backward_flops: flops,
             tflops: tflops(flops, s.makespan, time_unit),
+            heads_in_flight: s.heads_in_flight,
         })
         .collect())
 }
@@ -389,7 +392,7 @@ pub fn preamble(r: &SweepResult) -> String {
     )
 }
 
-const CSV_COLUMNS: [&str; 16] = [
+const CSV_COLUMNS: [&str; 17] = [
     "mask",
     "head_dim",
     "heads",
@@ -406,6 +409,7 @@ const CSV_COLUMNS: [&str; 16] = [
     "tasks",
     "backward_flops",
     "tflops",
+    "heads_in_flight",
 ];
 
 /// The cells that say which configuration and schedule a row is: the first six columns of the table and of
@@ -439,6 +443,7 @@ pub fn csv(r: &SweepResult) -> String {
             row.tasks.to_string(),
             row.backward_flops.to_string(),
             opt(row.tflops),
+            row.heads_in_flight.to_string(),
         ]);
         out.push_str(&cells.join(","));
         out.push('\n');

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
-use schedulers::{EvaluationSummary, ProblemBounds, Progress, ScheduleKind, evaluate};
+use schedulers::{EvaluationSummary, HeadsLimit, ProblemBounds, Progress, ScheduleKind, evaluate};
 use serde::Serialize;
 
 use crate::args::SearchArgs;
@@ -103,7 +103,13 @@ pub fn run(args: SearchArgs) -> Result<()> {
     // `--schedule` names the built-ins to compare with (and start from); the search itself is implied.
     shape.schedule = format!("{},{SEARCH}", shape.schedule);
     let setup = Setup::from_args(&shape)?;
-    let req = setup.search.clone().expect("the search was asked for above");
+    let mut req = setup.search.clone().expect("the search was asked for above");
+    // Without the built-ins as starts, their width is no limit to hold the list seeds to (they all spread the
+    // heads): unless a limit was given, there is none, and the output says so.
+    let default_lifted = args.no_builtin_seeds && shape.search.max_heads_in_flight.is_none();
+    if default_lifted {
+        req.heads_in_flight = HeadsLimit::Any;
+    }
     let builtins = if setup.schedule_file.is_some() { ScheduleKind::ALL.to_vec() } else { setup.schedules.clone() };
 
     let shown = AtomicU64::new(u64::MAX);
@@ -201,7 +207,18 @@ pub fn run(args: SearchArgs) -> Result<()> {
         result.improvements,
         result.origin
     );
-    println!("  the same schedule again: --iterations {} --search-seed {}", result.iterations, req.seed);
+    let limit_flag = match result.heads_limit {
+        Some(n) => format!("--max-heads-in-flight {n}"),
+        None => "--max-heads-in-flight any".to_string(),
+    };
+    if result.iterations > 0 {
+        println!(
+            "  the same schedule again: --iterations {} --search-seed {} {limit_flag}",
+            result.iterations, req.seed
+        );
+    } else {
+        println!("  nothing was searched: no start kept to the limit on heads in flight ({limit_flag})");
+    }
     println!();
     let summary = eval.summary();
     let mut rows = vec![vec![
@@ -227,14 +244,21 @@ pub fn run(args: SearchArgs) -> Result<()> {
         ]);
     }
     print!("{}", table(&["schedule", "makespan", "above bound", "vs search", "heads in flight"], &rows));
+    let why_none = if default_lifted {
+        "--no-builtin-seeds and no --max-heads-in-flight"
+    } else if req.heads_in_flight == HeadsLimit::Builtins {
+        "no built-in schedule applies to take the width from"
+    } else {
+        "--max-heads-in-flight any"
+    };
     match result.heads_limit {
         Some(limit) => println!(
             "heads in flight: the search kept to at most {limit} (--max-heads-in-flight; the model has no L2, \
              docs/search.md)"
         ),
         None => println!(
-            "heads in flight: no limit (--max-heads-in-flight any); schedules spread over many heads ran far \
-             slower than simulated on an H100 (docs/search.md)"
+            "heads in flight: no limit ({why_none}); schedules spread over many heads ran far slower than \
+             simulated on an H100 (docs/search.md)"
         ),
     }
     for b in &result.builtins {

@@ -94,6 +94,14 @@ struct RawRow {
     /// With several rounds: each round's main-kernel median, in round order (null for a round without one).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     main_ms_rounds: Vec<Option<f64>>,
+    /// The SM clock while the timed whole backwards ran (NVML; the median over the rounds of each round's
+    /// median), MHz, and the share of samples a power or thermal limit held down; absent where the harness had
+    /// no NVML, and in files written before the harness sampled it. The model's costs are fitted at the
+    /// calibration runs' clock.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    sm_mhz: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    clock_limited_share: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -126,10 +134,19 @@ struct MachineArgs {
     launch: LaunchPolicy,
 }
 
-fn shape_for(costs: &CostArgs, c: Shape, schedules: &str, machine: MachineArgs) -> Result<ShapeArgs> {
+/// The shape flags of one configuration; `heads_limit` is `--max-heads-in-flight`, for `search` among the
+/// schedules (refused without it, as everywhere).
+fn shape_for(
+    costs: &CostArgs,
+    c: Shape,
+    schedules: &str,
+    machine: MachineArgs,
+    heads_limit: &Option<String>,
+) -> Result<ShapeArgs> {
     let Shape { mask, head_dim, heads, seqlen, batch } = c;
     let mut shape = ShapeOnly::try_parse_from(["dashc"]).context("default shape flags")?.shape;
     shape.costs = costs.clone();
+    shape.search.max_heads_in_flight = heads_limit.clone();
     shape.mask = mask;
     shape.head_dim = head_dim;
     shape.heads = heads;
@@ -275,6 +292,8 @@ fn measure(args: &ValidateArgs, costs: &CostsFile, costs_path: &Path) -> Result<
                 } else {
                     Vec::new()
                 },
+                sm_mhz: clocks_of(&results).map(|(mhz, _)| mhz),
+                clock_limited_share: clocks_of(&results).map(|(_, share)| share),
             });
         }
     }
@@ -290,6 +309,7 @@ fn measure(args: &ValidateArgs, costs: &CostsFile, costs_path: &Path) -> Result<
                 Shape { mask, head_dim: hd, heads, seqlen, batch },
                 schedule,
                 MachineArgs { sms: args.configs.sms, launch: measured_launch(&args.configs) },
+                &None,
             )?;
             let setup = Setup::from_args(&shape)?;
             let sched = setup.schedules[0].build(
@@ -341,6 +361,16 @@ fn measure(args: &ValidateArgs, costs: &CostsFile, costs_path: &Path) -> Result<
     Ok(raw)
 }
 
+/// The median over `results` of their SM clock medians, and the share of all their samples held down by a
+/// limit; `None` unless every result has samples.
+fn clocks_of(results: &[HarnessResult]) -> Option<(f64, f64)> {
+    let clocks: Option<Vec<_>> = results.iter().map(|r| r.clocks.as_ref().filter(|c| c.samples > 0)).collect();
+    let clocks = clocks.filter(|c| !c.is_empty())?;
+    let samples: u32 = clocks.iter().map(|c| c.samples).sum();
+    let limited: u32 = clocks.iter().map(|c| c.limited).sum();
+    Some((quantile(clocks.iter().map(|c| c.sm_mhz_median).collect(), 0.5), f64::from(limited) / f64::from(samples)))
+}
+
 /// One (configuration, schedule) of the report.
 struct Row {
     key: (String, u32, u32),
@@ -350,6 +380,8 @@ struct Row {
     calibration: bool,
     measured_us: f64,
     predicted_us: f64,
+    /// The SM clock while it was measured, MHz, and the share of clock samples held down by a limit.
+    clocks: Option<(f64, f64)>,
     /// The uncalibrated (idealized) model's makespan, in tile-compute units.
     ideal: f64,
     /// The calibrated costs without the kernel terms (`poll` 0, `kernel_epilogues` off), µs.
@@ -413,6 +445,7 @@ fn report(
                 Shape { mask: mask_arg(mask)?, head_dim: *hd, heads, seqlen: *seqlen, batch },
                 &names.join(","),
                 machine,
+                &args.configs.max_heads_in_flight,
             )?;
             let mut setup = Setup::from_args(&shape)?;
             setup.costs = tweak(setup.costs);
@@ -437,6 +470,7 @@ fn report(
                 calibration,
                 measured_us: r.main_ms.unwrap_or(f64::NAN) * 1000.0,
                 predicted_us: calibrated[&r.schedule],
+                clocks: r.sm_mhz.zip(r.clock_limited_share),
                 ideal: ideal[&r.schedule],
                 without_kernel_terms: without_kernel_terms[&r.schedule],
                 free_handoffs: free_handoffs[&r.schedule],
@@ -633,6 +667,7 @@ fn report(
             Shape { mask: mask_arg(&g.mask)?, head_dim: g.head_dim, heads: g.heads, seqlen: g.seqlen, batch: g.batch },
             &g.schedule,
             machine,
+            &None,
         )?;
         let predicted = crate::commands::gantt::simulate(&shape, None)?;
         let name = format!("{doc_stem}-gantt-{}.png", g.mask);
@@ -728,26 +763,37 @@ fn report(
         );
     }
 
-    // The full table.
+    // The full table, with the SM clock where the measurements have it.
+    let with_clocks = rows.iter().any(|r| r.clocks.is_some());
     let mut trows = Vec::new();
     for r in &rows {
-        trows.push(vec![
+        let mut row = vec![
             format!("{} hd{} s{} ({}x{})", r.key.0, r.key.1, r.key.2, r.batch, r.heads),
             r.schedule.clone(),
             if r.calibration { "calibration" } else { "held out" }.to_string(),
             format!("{:.1}", r.measured_us),
             format!("{:.1}", r.predicted_us),
             format!("{:+.1}%", 100.0 * (r.predicted_us / r.measured_us - 1.0)),
-        ]);
+        ];
+        if with_clocks {
+            row.push(r.clocks.map_or("-".to_string(), |(mhz, share)| format!("{mhz:.0} ({:.0}%)", 100.0 * share)));
+        }
+        trows.push(row);
     }
-    let _ = writeln!(
-        doc,
-        "## Every configuration and schedule\n\n{}",
-        md_table(
-            &["configuration (batch x heads)", "schedule", "set", "measured µs", "predicted µs", "pred − meas"],
-            &trows
-        )
-    );
+    let mut headers =
+        vec!["configuration (batch x heads)", "schedule", "set", "measured µs", "predicted µs", "pred − meas"];
+    if with_clocks {
+        headers.push("SM MHz (limited)");
+    }
+    let _ = writeln!(doc, "## Every configuration and schedule\n\n{}", md_table(&headers, &trows));
+    if with_clocks {
+        let _ = writeln!(
+            doc,
+            "SM MHz: the median SM clock while the whole backward ran (NVML), and in brackets the share of clock \
+             samples that a power or thermal limit held down. The costs are fitted at the calibration runs' \
+             clock.\n"
+        );
+    }
     write_atomic(&args.doc, &doc)?;
     print!("{}", table(&["rows", "n", "median", "p90", "max"], &erows));
     println!("model's choice within 2% of the measured best: {within} of {configs} configurations");

@@ -241,22 +241,66 @@ fn validate_rounds_alternate_the_order_and_take_the_median() {
     let out = Command::new(env!("CARGO_BIN_EXE_dashc"))
         .args(["validate", "--arch", "sm80", "--costs", costs, "--doc", doc.to_str().unwrap()])
         .args(["--seqlens", "512", "--head-dims", "64", "--masks", "full", "--schedules", "naive,spt"])
-        .args(["--tokens", "512", "--hidden", "64", "--rounds", "3", "--reps", "1", "--no-check"])
+        .args(["--tokens", "512", "--hidden", "128", "--rounds", "3", "--reps", "1", "--no-check"])
         .args(["--work-dir", machine.join("work").to_str().unwrap()])
         .current_dir(&machine)
         .env_clear()
         .env("PATH", &machine)
         .env("FAKE_COUNTER", machine.join("counter"))
+        .env("FAKE_CLOCKS", "1")
         .output()
         .expect("dashc runs");
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     // Rounds 1 and 3 run naive then spt, round 2 spt then naive; the n-th run's main kernel takes n ms:
-    // naive 1, 4, 5 (median 4), spt 2, 3, 6 (median 3).
+    // naive 1, 4, 5 (median 4), spt 2, 3, 6 (median 3). Every run's clock: 1755 MHz, its one sample limited.
     let text = std::fs::read_to_string(&doc).unwrap();
     assert!(text.contains("the median over 3 rounds run in alternating order"), "{text}");
     for (schedule, us) in [("naive", "4000.0"), ("spt", "3000.0")] {
-        let row = format!("| full hd64 s512 (1x1) | {schedule} | held out | {us} |");
-        assert!(text.contains(&row), "{row} not in\n{text}");
+        let row = format!("| full hd64 s512 (1x2) | {schedule} | held out | {us} |");
+        let line = text.lines().find(|l| l.starts_with(&row)).unwrap_or_else(|| panic!("{row} not in\n{text}"));
+        assert!(line.ends_with("| 1755 (100%) |"), "{line}");
+    }
+    assert!(text.contains("| SM MHz (limited) |"), "{text}");
+    // Raw files with and without clocks (those before the harness sampled them have none): the column shows
+    // only where there are clocks.
+    let raw = |clocks: bool| {
+        let rows: Vec<serde_json::Value> = [("naive", 4.0), ("spt", 3.0)]
+            .iter()
+            .map(|(schedule, ms)| {
+                let mut row = serde_json::json!({
+                    "mask": "full", "head_dim": 64, "heads": 2, "seqlen": 512, "batch": 1,
+                    "schedule": schedule, "status": "ok", "main_ms": ms, "total_ms": ms + 0.1,
+                });
+                if clocks {
+                    row["sm_mhz"] = serde_json::json!(1605.0);
+                    row["clock_limited_share"] = serde_json::json!(0.25);
+                }
+                row
+            })
+            .collect();
+        serde_json::json!({
+            "format": "dashc-validation-raw", "schema_version": 1, "command": "dashc validate", "tool": "dashc",
+            "date": "2026-11-25T00:00:00Z", "commit": "0000000", "device": "NVIDIA H200", "compute_cap": "9.0",
+            "driver": "1.0", "arch": "sm90 (sm_90a)", "launch": "in-order", "rows": rows, "gantt": [],
+        })
+    };
+    for clocks in [true, false] {
+        let (raw_path, doc_path) =
+            (machine.join(format!("raw-{clocks}.json")), machine.join(format!("doc-{clocks}.md")));
+        std::fs::write(&raw_path, raw(clocks).to_string()).unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_dashc"))
+            .args(["validate", "--costs", costs, "--doc", doc_path.to_str().unwrap()])
+            .args(["--from-raw", raw_path.to_str().unwrap()])
+            .args(["--seqlens", "512", "--head-dims", "64", "--masks", "full", "--schedules", "naive,spt"])
+            .args(["--tokens", "512", "--hidden", "128"])
+            .output()
+            .expect("dashc runs");
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let text = std::fs::read_to_string(&doc_path).unwrap();
+        let line = text.lines().find(|l| l.starts_with("| full hd64 s512 (1x2) | naive | held out | 4000.0 |"));
+        let line = line.unwrap_or_else(|| panic!("no naive row in\n{text}"));
+        assert_eq!(line.ends_with("| 1605 (25%) |"), clocks, "{line}");
+        assert_eq!(text.contains("SM MHz"), clocks, "{text}");
     }
     std::fs::remove_dir_all(&machine).unwrap();
 }

@@ -324,3 +324,27 @@ fn a_bad_limit_on_heads_in_flight_is_refused() {
         "apply to --schedule search",
     );
 }
+
+/// `sweep` (and `bench`, through the same plan) passes `--max-heads-in-flight` on to the search of every
+/// configuration, and reports each schedule's heads in flight.
+#[test]
+fn sweep_passes_the_limit_on_heads_in_flight_to_the_search() {
+    let dir = scratch("sweep-heads");
+    let costs = crate::common::costs_fixture();
+    let heads_of_search = |limit: &[&str]| {
+        let file = dir.join(format!("sweep{}.json", limit.len()));
+        let mut a = vec!["sweep", "--seqlens", "8192", "--head-dims", "64", "--masks", "causal"];
+        a.extend_from_slice(&["--schedules", "spt,search", "--launch", "in-order", "--costs", &costs]);
+        a.extend_from_slice(&["--json", file.to_str().unwrap()]);
+        a.extend_from_slice(limit);
+        let out = dashc(&a);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+        let rows = doc["rows"].as_array().unwrap().clone();
+        let of = |name: &str| rows.iter().find(|r| r["schedule"] == name).unwrap()["heads_in_flight"].as_u64().unwrap();
+        (of("spt"), of("search"))
+    };
+    let (spt, default) = heads_of_search(&[]);
+    assert!(default <= spt.max(6), "default search: {default} heads in flight, spt {spt}");
+    assert_eq!(heads_of_search(&["--max-heads-in-flight", "any"]).1, 64);
+}
