@@ -36,7 +36,7 @@ $D bench --arch sm90 --work-dir $W --reps 20 --rounds 2 --masks causal --seqlens
 echo "persistent bench: exit $? at ${SECONDS}s"; grep -A30 "^hd mask" $OUT/persistent/bench.log
 for shape in "--seqlen 3000 --batch 3 --heads 5" "--seqlen 1000 --seqlen-k 3000 --heads 2"; do
   for hd in 64 128; do
-    tag=$(echo "$shape hd$hd" | tr -c 'a-z0-9' '_')
+    tag=$(printf '%s' "$shape hd$hd" | tr -cs 'a-z0-9' '-' | sed 's/^-*//; s/-*$//')
     $D run --arch sm90 --launch in-order $shape --head-dim $hd --mask causal --schedule search --costs $COSTS \
       --max-heads-in-flight any --check --nondeterministic --json > $OUT/checks/$tag.json 2> $OUT/checks/$tag.log
     echo "check $shape hd$hd: exit $?"

@@ -10,14 +10,20 @@
 #   PART=validate: validate under COSTS_FILE (default /tmp/dashc-costs.json, left by PART=calibrate on the same
 #     warm machine). One round at REPS=10 took 289 s on an H100 (run 94), two rounds about 600 s: with ROUNDS=2
 #     try REPS=5.
-# Everything the call writes is also packed into $OUT/validate-run.tgz: a device call returns only a few files.
+# Everything the call writes is packed into $OUT/validate-run.tgz, the only file left there, also when a step fails
+# (a device call returns only a few files).
 set -uo pipefail
 export PATH=/usr/local/cuda/bin:$PATH
 D=target/dashc-dev
 A="--arch ${ARCH:-sm90}"
 PART=${PART:-all}
+case $PART in all|calibrate|validate) ;; *) echo "PART must be all, calibrate or validate (got $PART)"; exit 2 ;; esac
+# Whatever happens, everything written under $OUT is packed into one archive and the rest removed.
+pack() { (cd $OUT && tar czf /tmp/validate-run.tgz . && find . -mindepth 1 -maxdepth 1 -exec rm -rf {} + &&
+  mv /tmp/validate-run.tgz . && ls -la); }
+trap pack EXIT
 [ "${ARCH:-sm90}" = sm90 ] && WHEEL=$(ls target/cutlass-wheel/nvidia_cutlass-*.whl) kernels/fetch-cutlass.sh > /dev/null
-mkdir -p /tmp/vdoc
+rm -rf /tmp/vdoc && mkdir -p /tmp/vdoc
 nvidia-smi --query-gpu=name,uuid,compute_cap,driver_version,clocks.max.sm --format=csv,noheader | tee $OUT/device.txt
 if [ $PART = all ] || [ $PART = calibrate ]; then
   $D calibrate $A --reps 5 ${KEEP_TRACES:+--keep-traces $KEEP_TRACES} -o $OUT/costs.json 2>&1 | tee $OUT/calibrate.log
@@ -37,5 +43,3 @@ if [ $PART = all ] || [ $PART = validate ]; then
     --doc /tmp/vdoc/validation.md 2>&1 | tee $OUT/validate.log
   cp /tmp/vdoc/validation.md $OUT/ 2>/dev/null
 fi
-(cd $OUT && tar czf /tmp/validate-run.tgz --exclude=validate-run.tgz . && mv /tmp/validate-run.tgz .)
-ls -la $OUT
