@@ -3,13 +3,15 @@
 # Usage on the device machine: bash bench/scripts/validate-run.sh  (writes under $OUT), with target/dashc-dev and
 # target/cutlass-wheel carried. ARCH picks the main loop: sm90 (default) or sm80. KEEP_TRACES=DIR keeps the
 # calibration traces (docs/trace-format.md) in DIR. ROUNDS=N measures validate's rows N times in alternating order
-# (`validate --rounds`); REPS=N sets its repetitions per measurement (default 10). PART splits the work over two calls (run 84's whole script, calibrate and one round, took
+# (`validate --rounds`), FIRST_ROUND=N numbers the first of them (`--first-round`: round 2 alone runs the reversed
+# order, so two calls of one round each, FIRST_ROUND 1 then 2, make an alternating pair; merge their raw files with
+# `dashc validate --from-raw A --from-raw B`); REPS=N sets the repetitions per measurement (default 10). PART splits the work over two calls (run 84's whole script, calibrate and one round, took
 # 403 s on an H100; the per-call limit is 600 s):
 #   PART=all (default): everything in one call;
 #   PART=calibrate: calibrate and the traced run; costs.json is also kept in /tmp/dashc-costs.json on the machine;
 #   PART=validate: validate under COSTS_FILE (default /tmp/dashc-costs.json, left by PART=calibrate on the same
-#     warm machine). One round at REPS=10 took 289 s on an H100 (run 94), two rounds about 600 s: with ROUNDS=2
-#     try REPS=5.
+#     warm machine). One round at REPS=10 took 289 s on an H100 (run 94), two rounds about 600 s, more than one
+#     call: run ROUNDS=1 twice (FIRST_ROUND=1, then 2) and merge.
 # Everything the call writes is packed into $OUT/validate-run.tgz, the only file left there, also when a step fails
 # (a device call returns only a few files).
 set -uo pipefail
@@ -39,7 +41,7 @@ if [ $PART = validate ]; then
   cp $COSTS $OUT/costs.json
 fi
 if [ $PART = all ] || [ $PART = validate ]; then
-  $D validate $A --costs $OUT/costs.json --no-check --reps ${REPS:-10} --rounds ${ROUNDS:-1} --raw $OUT/validate-raw.json \
+  $D validate $A --costs $OUT/costs.json --no-check --reps ${REPS:-10} --rounds ${ROUNDS:-1} --first-round ${FIRST_ROUND:-1} --raw $OUT/validate-raw.json \
     --doc /tmp/vdoc/validation.md 2>&1 | tee $OUT/validate.log
   cp /tmp/vdoc/validation.md $OUT/ 2>/dev/null
 fi

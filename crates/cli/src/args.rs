@@ -476,6 +476,18 @@ pub struct RoundsArgs {
     /// median over the rounds)
     #[arg(allow_negative_numbers = true, long = "rounds", default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub count: u32,
+    /// The number of the first round: its parity sets the order, so that a later call (with its results merged,
+    /// `validate --from-raw A --from-raw B`) can go on where an earlier one stopped, e.g. `--rounds 1
+    /// --first-round 2` runs round 2's reversed order
+    #[arg(allow_negative_numbers = true, long, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub first_round: u32,
+}
+
+impl RoundsArgs {
+    /// The numbers of the rounds to run.
+    pub fn numbers(&self) -> std::ops::RangeInclusive<u32> {
+        self.first_round..=self.first_round.saturating_add(self.count - 1)
+    }
 }
 
 /// The budget of a schedule search (`--schedule search`, `dashc search`); see docs/search.md.
@@ -565,9 +577,11 @@ pub struct ValidateArgs {
     /// Write the measurements to FILE (JSON), and the measured Gantt timelines beside it
     #[arg(long, value_name = "FILE")]
     pub raw: Option<PathBuf>,
-    /// Do not run the GPU: read the measurements of an earlier --raw FILE and write the report
+    /// Do not run the GPU: read the measurements of an earlier --raw FILE and write the report; given more than
+    /// once, the files' rounds are merged (same device, main loop, launch and rows; each row is the median over
+    /// all their rounds; the Gantt charts come from the first file that has them)
     #[arg(long, value_name = "FILE", conflicts_with = "raw")]
-    pub from_raw: Option<PathBuf>,
+    pub from_raw: Vec<PathBuf>,
     /// The report; its charts are written beside it
     #[arg(long, default_value = "docs/validation.md", value_name = "FILE")]
     pub doc: PathBuf,

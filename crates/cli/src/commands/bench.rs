@@ -100,13 +100,13 @@ pub fn run(args: BenchArgs) -> Result<()> {
             skipped: Vec::new(),
         })
         .collect();
-    for round in 1..=rounds {
+    for round in args.rounds.numbers() {
         let (order, reverse) = round_order(configs.len(), round);
         for i in order {
             let (c, setup) = &configs[i];
             let mut label = format!("head dim {}, {} mask, seqlen {}", c.head_dim, mask_name(c.mask), c.seqlen);
-            if rounds > 1 {
-                label = format!("round {round} of {rounds}, {label}");
+            if rounds > 1 || args.rounds.first_round > 1 {
+                label = format!("round {round} of {}, {label}", args.rounds.numbers().end());
             }
             bar.set_message(label.clone());
             if bar.is_hidden() {
@@ -118,7 +118,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
                 match o {
                     Outcome::Done(measured) => results[i].results.push(RoundMeasured { round, measured }),
                     // Applicability does not change between rounds.
-                    Outcome::Skipped { schedule, reason } if round == 1 => {
+                    Outcome::Skipped { schedule, reason } if round == args.rounds.first_round => {
                         results[i].skipped.push((schedule.to_string(), reason))
                     }
                     Outcome::Skipped { .. } => {}

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use clap::Parser;
@@ -185,13 +185,17 @@ pub fn run(args: ValidateArgs) -> Result<()> {
             doc_dir.display()
         )));
     }
-    let (raw, raw_dir) = match &args.from_raw {
-        Some(path) => (load_raw(path)?, path.parent().unwrap_or(Path::new(".")).to_path_buf()),
-        None => {
-            let raw = measure(&args, &costs, &costs_path)?;
-            let dir = args.raw.as_ref().and_then(|p| p.parent()).unwrap_or(Path::new(".")).to_path_buf();
-            (raw, dir)
-        }
+    let (raw, raw_dir) = if args.from_raw.is_empty() {
+        let raw = measure(&args, &costs, &costs_path)?;
+        let dir = args.raw.as_ref().and_then(|p| p.parent()).unwrap_or(Path::new(".")).to_path_buf();
+        (raw, dir)
+    } else {
+        let loaded: Vec<(Raw, PathBuf)> = args
+            .from_raw
+            .iter()
+            .map(|p| Ok((load_raw(p)?, p.parent().unwrap_or(Path::new(".")).to_path_buf())))
+            .collect::<Result<_>>()?;
+        merge_raws(loaded, &args.from_raw)?
     };
     if raw.device != costs.gpu {
         return Err(bad_input(format!(
@@ -212,6 +216,106 @@ fn load_raw(path: &Path) -> Result<Raw> {
         return Err(bad_input(format!("{} is not a {RAW_FORMAT} file of schema {SCHEMA_VERSION}", path.display())));
     }
     Ok(raw)
+}
+
+/// One raw file, or several merged: their rounds of every row taken together (each row becomes the median over
+/// all of them), with the Gantt timelines of the first file that has any (and that file's folder, where they
+/// lie). The files must agree on the device, main loop and launch, and hold the same rows.
+fn merge_raws(mut loaded: Vec<(Raw, PathBuf)>, paths: &[PathBuf]) -> Result<(Raw, PathBuf)> {
+    if loaded.len() == 1 {
+        return Ok(loaded.remove(0));
+    }
+    let key = |r: &RawRow| (r.mask.clone(), r.head_dim, r.seqlen, r.schedule.clone());
+    let (first, _) = &loaded[0];
+    for ((raw, _), path) in loaded.iter().zip(paths).skip(1) {
+        let differs = [
+            ("device", &first.device, &raw.device),
+            ("main loop", &first.arch, &raw.arch),
+            ("compute capability", &first.compute_cap, &raw.compute_cap),
+        ]
+        .into_iter()
+        .find(|(_, a, b)| a != b);
+        if let Some((what, a, b)) = differs {
+            return Err(bad_input(format!(
+                "{} has {what} '{b}', {} has '{a}': not merged",
+                path.display(),
+                paths[0].display()
+            )));
+        }
+        if raw.launch() != first.launch() {
+            return Err(bad_input(format!(
+                "{} was measured with the {} launch, {} with the {} one: not merged",
+                path.display(),
+                raw.launch().name(),
+                paths[0].display(),
+                first.launch().name()
+            )));
+        }
+        let mut a: Vec<_> = first.rows.iter().map(key).collect();
+        let mut b: Vec<_> = raw.rows.iter().map(key).collect();
+        a.sort();
+        b.sort();
+        if a != b {
+            return Err(bad_input(format!(
+                "{} and {} measured different rows (configurations or schedules): not merged",
+                paths[0].display(),
+                path.display()
+            )));
+        }
+    }
+    let rounds: u32 = loaded.iter().map(|(r, _)| r.rounds).sum();
+    let mut rows = Vec::new();
+    for row in &loaded[0].0.rows {
+        let same: Vec<&RawRow> =
+            loaded.iter().map(|(r, _)| r.rows.iter().find(|x| key(x) == key(row)).expect("same rows")).collect();
+        // Each file's rounds: its per-round medians, or for a one-round file its one median.
+        let per_round: Vec<Option<f64>> = same
+            .iter()
+            .flat_map(|r| if r.main_ms_rounds.is_empty() { vec![r.main_ms] } else { r.main_ms_rounds.clone() })
+            .collect();
+        let failed = same.iter().find(|r| r.status != "ok");
+        let all = |v: Vec<Option<f64>>| -> Option<f64> {
+            let v: Option<Vec<f64>> = v.into_iter().collect();
+            v.filter(|v| failed.is_none() && !v.is_empty()).map(|v| quantile(v, 0.5))
+        };
+        let some = |v: Vec<Option<f64>>| -> Option<f64> {
+            let v: Vec<f64> = v.into_iter().flatten().collect();
+            (!v.is_empty()).then(|| quantile(v, 0.5))
+        };
+        rows.push(RawRow {
+            status: failed.map_or_else(|| row.status.clone(), |r| r.status.clone()),
+            main_ms: all(per_round.clone()),
+            // Only medians are kept of the whole backward: the median of the files' medians.
+            total_ms: all(same.iter().map(|r| r.total_ms).collect()),
+            main_ms_rounds: if rounds > 1 { per_round } else { Vec::new() },
+            sm_mhz: some(same.iter().map(|r| r.sm_mhz).collect()),
+            clock_limited_share: some(same.iter().map(|r| r.clock_limited_share).collect()),
+            ..row.clone()
+        });
+    }
+    let gantt_at = loaded.iter().position(|(r, _)| !r.gantt.is_empty()).unwrap_or(0);
+    let joined = |f: fn(&Raw) -> &String| {
+        let mut v: Vec<&String> = Vec::new();
+        for (r, _) in &loaded {
+            if !v.contains(&f(r)) {
+                v.push(f(r));
+            }
+        }
+        v.into_iter().cloned().collect::<Vec<_>>().join(" and ")
+    };
+    let (gantt, dir) = (loaded[gantt_at].0.gantt.clone(), loaded[gantt_at].1.clone());
+    let merged = Raw {
+        command: joined(|r| &r.command),
+        tool: joined(|r| &r.tool),
+        date: joined(|r| &r.date),
+        commit: joined(|r| &r.commit),
+        driver: joined(|r| &r.driver),
+        rounds,
+        rows,
+        gantt,
+        ..loaded[0].0.clone()
+    };
+    Ok((merged, dir))
 }
 
 /// The GPU part: every configuration x schedule in its timing build, then the two traced Gantt cases.
@@ -250,13 +354,13 @@ fn measure(args: &ValidateArgs, costs: &CostsFile, costs_path: &Path) -> Result<
     // Per configuration, each schedule's deterministic timing results, one per round (round 1's schedule order).
     let rounds = args.rounds.count;
     let mut measured: Vec<Vec<(String, Vec<HarnessResult>)>> = vec![Vec::new(); setups.len()];
-    for round in 1..=rounds {
+    for round in args.rounds.numbers() {
         let (order, reverse) = round_order(setups.len(), round);
         for i in order {
             let (c, setup) = &setups[i];
             let mut label = format!("{} mask, head dim {}, seqlen {}", mask_name(c.mask), c.head_dim, c.seqlen);
-            if rounds > 1 {
-                label = format!("round {round} of {rounds}, {label}");
+            if rounds > 1 || args.rounds.first_round > 1 {
+                label = format!("round {round} of {}, {label}", args.rounds.numbers().end());
             }
             eprintln!("validate: {label}");
             for o in measure_setup(setup, &args.gpu, &target, &nvcc, false, reverse).with_context(|| label.clone())? {
@@ -484,7 +588,11 @@ fn report(
         doc,
         "Written by `dashc validate` from the measurements in `{}` ({}, {} on {}, driver {}, built for {}; \
          commit {}, {}) and the costs in `{}` (calibrated on {}: {}).\n",
-        args.from_raw.as_ref().or(args.raw.as_ref()).map_or("(not saved)".to_string(), |p| p.display().to_string()),
+        if args.from_raw.is_empty() {
+            args.raw.as_ref().map_or("(not saved)".to_string(), |p| p.display().to_string())
+        } else {
+            args.from_raw.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join("` and `")
+        },
         raw.tool,
         raw.date,
         raw.device,
@@ -496,7 +604,15 @@ fn report(
         costs.gpu,
         costs.created_by
     );
-    let rounds = if raw.rounds > 1 {
+    let rounds = if args.from_raw.len() > 1 {
+        format!(
+            ", the median over {} rounds from {} files merged (`--from-raw` given {} times; `--first-round` sets a \
+             call's order, and each file's command line says which it ran)",
+            raw.rounds,
+            args.from_raw.len(),
+            args.from_raw.len()
+        )
+    } else if raw.rounds > 1 {
         format!(
             ", the median over {} rounds run in alternating order (`--rounds`; each row's rounds are in the raw file)",
             raw.rounds

@@ -234,6 +234,125 @@ fn bench_rounds_alternate_the_order_and_report_the_mean() {
 
 #[test]
 #[cfg(unix)]
+fn bench_and_validate_go_on_from_a_first_round() {
+    // bench: round 2 alone runs the reversed order, the atomic build first: spt (atomic 101, det 102), then naive
+    // (atomic 103, det 104); the JSON numbers the round 2.
+    let hopper = fake_gpu_machine("fake-hopper-first-round");
+    let cutlass = fake_cutlass("fake-hopper-first-round-cutlass");
+    let counter = hopper.join("counter");
+    let (_, doc) = fake_bench(
+        &hopper,
+        &cutlass,
+        &["--masks", "full", "--schedules", "naive,spt", "--first-round", "2"],
+        &[("FAKE_COUNTER", counter.as_os_str())],
+    );
+    let runs: Vec<(u64, String, f64, f64)> = doc["configs"][0]["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["round"].as_u64().unwrap(),
+                r["schedule"].as_str().unwrap().to_string(),
+                r["deterministic"]["tflops"]["total"].as_f64().unwrap(),
+                r["nondeterministic"]["tflops"]["total"].as_f64().unwrap(),
+            )
+        })
+        .collect();
+    let mut runs = runs;
+    runs.sort_by(|a, b| a.1.cmp(&b.1));
+    assert_eq!(runs, [(2, "naive".to_string(), 104.0, 103.0), (2, "spt".to_string(), 102.0, 101.0)]);
+    for dir in [hopper, cutlass] {
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+    // validate: the same reversal; the n-th run's main kernel takes n ms, so spt 1 ms and naive 2 ms.
+    let machine = fake_gpu_machine_named("fake-validate-first-round", "9.0", "NVIDIA H200");
+    let doc = machine.join("validation.md");
+    let costs = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/it/fixtures/costs-h200.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_dashc"))
+        .args(["validate", "--arch", "sm80", "--costs", costs, "--doc", doc.to_str().unwrap()])
+        .args(["--seqlens", "512", "--head-dims", "64", "--masks", "full", "--schedules", "naive,spt"])
+        .args(["--tokens", "512", "--hidden", "128", "--first-round", "2", "--reps", "1", "--no-check"])
+        .args(["--work-dir", machine.join("work").to_str().unwrap()])
+        .current_dir(&machine)
+        .env_clear()
+        .env("PATH", &machine)
+        .env("FAKE_COUNTER", machine.join("counter"))
+        .output()
+        .expect("dashc runs");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stderr(&out).contains("round 2 of 2, full mask"), "{}", stderr(&out));
+    let text = std::fs::read_to_string(&doc).unwrap();
+    for (schedule, us) in [("naive", "2000.0"), ("spt", "1000.0")] {
+        let row = format!("| full hd64 s512 (1x2) | {schedule} | held out | {us} |");
+        assert!(text.contains(&row), "{row} not in\n{text}");
+    }
+    std::fs::remove_dir_all(&machine).unwrap();
+}
+
+/// Raw files of separate calls merge into one report: each row the median over all the files' rounds.
+#[test]
+fn validate_merges_the_rounds_of_several_raw_files() {
+    let dir = scratch("validate-merge");
+    std::fs::create_dir_all(&dir).unwrap();
+    let costs = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/it/fixtures/costs-h200.json");
+    let raw = |device: &str, rounds: u32, rows: &[(&str, f64, &[f64])]| {
+        let rows: Vec<serde_json::Value> = rows
+            .iter()
+            .map(|(schedule, ms, per_round)| {
+                serde_json::json!({
+                    "mask": "full", "head_dim": 64, "heads": 2, "seqlen": 512, "batch": 1,
+                    "schedule": schedule, "status": "ok", "main_ms": ms, "total_ms": ms + 0.1,
+                    "main_ms_rounds": per_round,
+                })
+            })
+            .collect();
+        serde_json::json!({
+            "format": "dashc-validation-raw", "schema_version": 1, "command": "dashc validate", "tool": "dashc",
+            "date": "2026-11-25T00:00:00Z", "commit": "0000000", "device": device, "compute_cap": "9.0",
+            "driver": "1.0", "arch": "sm90 (sm_90a)", "launch": "in-order", "rounds": rounds, "rows": rows,
+            "gantt": [],
+        })
+    };
+    let write = |name: &str, v: serde_json::Value| {
+        let p = dir.join(name);
+        std::fs::write(&p, v.to_string()).unwrap();
+        p.to_str().unwrap().to_string()
+    };
+    // Two rounds in the first file (naive 3 and 5 ms, spt 2 and 2), one in the second (naive 6, spt 1).
+    let a = write("a.json", raw("NVIDIA H200", 2, &[("naive", 4.0, &[3.0, 5.0]), ("spt", 2.0, &[2.0, 2.0])]));
+    let b = write("b.json", raw("NVIDIA H200", 1, &[("naive", 6.0, &[]), ("spt", 1.0, &[])]));
+    let doc = dir.join("merged.md");
+    let validate = |files: &[&str]| {
+        let mut args = vec!["validate", "--costs", costs, "--doc", doc.to_str().unwrap()];
+        for f in files {
+            args.extend(["--from-raw", f]);
+        }
+        args.extend(["--seqlens", "512", "--head-dims", "64", "--masks", "full", "--schedules", "naive,spt"]);
+        args.extend(["--tokens", "512", "--hidden", "128"]);
+        args.into_iter().map(String::from).collect::<Vec<_>>()
+    };
+    let out = Command::new(env!("CARGO_BIN_EXE_dashc")).args(validate(&[&a, &b])).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = std::fs::read_to_string(&doc).unwrap();
+    assert!(text.contains("the median over 3 rounds from 2 files merged"), "{text}");
+    for (schedule, us) in [("naive", "5000.0"), ("spt", "2000.0")] {
+        let row = format!("| full hd64 s512 (1x2) | {schedule} | held out | {us} |");
+        assert!(text.contains(&row), "{row} not in\n{text}");
+    }
+    // Another device, or other rows: refused, one line, exit 2.
+    let c = write("c.json", raw("NVIDIA H100 80GB HBM3", 1, &[("naive", 6.0, &[]), ("spt", 1.0, &[])]));
+    let d = write("d.json", raw("NVIDIA H200", 1, &[("naive", 6.0, &[])]));
+    for (other, needle) in [(&c, "has device 'NVIDIA H100 80GB HBM3'"), (&d, "measured different rows")] {
+        let args = validate(&[&a, other]);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        fails_with(&args, 2, needle);
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+#[cfg(unix)]
 fn validate_rounds_alternate_the_order_and_take_the_median() {
     let machine = fake_gpu_machine_named("fake-validate-rounds", "9.0", "NVIDIA H200");
     let doc = machine.join("validation.md");
