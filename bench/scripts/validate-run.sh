@@ -15,33 +15,43 @@
 # Everything the call writes is packed into $OUT/validate-run.tgz, the only file left there, also when a step fails
 # (a device call returns only a few files).
 set -uo pipefail
+: "${OUT:?OUT must name the folder to write to (the device machine sets it)}"
+[ -d "$OUT" ] || { echo "OUT=$OUT is not a folder"; exit 2; }
 export PATH=/usr/local/cuda/bin:$PATH
 D=target/dashc-dev
 A="--arch ${ARCH:-sm90}"
 PART=${PART:-all}
 case $PART in all|calibrate|validate) ;; *) echo "PART must be all, calibrate or validate (got $PART)"; exit 2 ;; esac
-# Whatever happens, everything written under $OUT is packed into one archive and the rest removed.
-pack() { (cd $OUT && tar czf /tmp/validate-run.tgz . && find . -mindepth 1 -maxdepth 1 -exec rm -rf {} + &&
-  mv /tmp/validate-run.tgz . && ls -la); }
-trap pack EXIT
+# Whatever happens, everything written under $OUT is packed into one archive, which goes in before the rest is
+# removed (a kill in between leaves both); the exit status is the first failed step's.
+rc=0
+pack() {
+  cd -- "$OUT" || return
+  tar czf /tmp/validate-run.tgz --exclude=./validate-run.tgz . && mv /tmp/validate-run.tgz . &&
+    find . -mindepth 1 -maxdepth 1 ! -name validate-run.tgz -exec rm -rf {} + && ls -la
+}
+trap 'pack; exit $rc' EXIT
+step() { "$@" || { [ $rc = 0 ] && rc=1; echo "failed: $*"; }; }
 [ "${ARCH:-sm90}" = sm90 ] && WHEEL=$(ls target/cutlass-wheel/nvidia_cutlass-*.whl) kernels/fetch-cutlass.sh > /dev/null
 rm -rf /tmp/vdoc && mkdir -p /tmp/vdoc
 nvidia-smi --query-gpu=name,uuid,compute_cap,driver_version,clocks.max.sm --format=csv,noheader | tee $OUT/device.txt
 if [ $PART = all ] || [ $PART = calibrate ]; then
-  $D calibrate $A --reps 5 ${KEEP_TRACES:+--keep-traces $KEEP_TRACES} -o $OUT/costs.json 2>&1 | tee $OUT/calibrate.log
-  [ -f $OUT/costs.json ] || exit 1
+  step $D calibrate $A --reps 5 ${KEEP_TRACES:+--keep-traces $KEEP_TRACES} -o $OUT/costs.json \
+    > >(tee $OUT/calibrate.log) 2>&1
+  [ -f $OUT/costs.json ] || { rc=1; exit; }
   cp $OUT/costs.json /tmp/dashc-costs.json
-  $D run $A --seqlen 1024 --batch 16 --heads 16 --head-dim 128 --mask causal --schedule descending --no-check \
-    --reps 20 --costs $OUT/costs.json --trace $OUT/trace-causal-1024.json 2>&1 | tee $OUT/run-trace.log
+  step $D run $A --seqlen 1024 --batch 16 --heads 16 --head-dim 128 --mask causal --schedule descending --no-check \
+    --reps 20 --costs $OUT/costs.json --trace $OUT/trace-causal-1024.json > >(tee $OUT/run-trace.log) 2>&1
   echo "calibrate part done at ${SECONDS}s"
 fi
 if [ $PART = validate ]; then
   COSTS=${COSTS_FILE:-/tmp/dashc-costs.json}
-  [ -f $COSTS ] || { echo "no costs file $COSTS: run PART=calibrate first on this warm machine"; exit 1; }
+  [ -f $COSTS ] || { echo "no costs file $COSTS: run PART=calibrate first on this warm machine"; rc=1; exit; }
   cp $COSTS $OUT/costs.json
 fi
 if [ $PART = all ] || [ $PART = validate ]; then
-  $D validate $A --costs $OUT/costs.json --no-check --reps ${REPS:-10} --rounds ${ROUNDS:-1} --first-round ${FIRST_ROUND:-1} --raw $OUT/validate-raw.json \
-    --doc /tmp/vdoc/validation.md 2>&1 | tee $OUT/validate.log
-  cp /tmp/vdoc/validation.md $OUT/ 2>/dev/null
+  step $D validate $A --costs $OUT/costs.json --no-check --reps ${REPS:-10} --rounds ${ROUNDS:-1} \
+    --first-round ${FIRST_ROUND:-1} --raw $OUT/validate-raw.json --doc /tmp/vdoc/validation.md \
+    > >(tee $OUT/validate.log) 2>&1
+  [ -f /tmp/vdoc/validation.md ] && cp /tmp/vdoc/validation.md $OUT/
 fi

@@ -484,9 +484,17 @@ pub struct RoundsArgs {
 }
 
 impl RoundsArgs {
-    /// The numbers of the rounds to run.
-    pub fn numbers(&self) -> std::ops::RangeInclusive<u32> {
-        self.first_round..=self.first_round.saturating_add(self.count - 1)
+    /// The numbers of the rounds to run; bad input if the last one is past `u32::MAX`.
+    pub fn numbers(&self) -> anyhow::Result<std::ops::RangeInclusive<u32>> {
+        match self.first_round.checked_add(self.count - 1) {
+            Some(last) => Ok(self.first_round..=last),
+            None => Err(crate::exit::bad_input(format!(
+                "--first-round {} with --rounds {} numbers rounds past {}",
+                self.first_round,
+                self.count,
+                u32::MAX
+            ))),
+        }
     }
 }
 

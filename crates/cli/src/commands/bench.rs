@@ -20,7 +20,7 @@ use crate::sweep::{Config, Plan, mask_name};
 /// One schedule measured in one round.
 #[derive(Serialize)]
 struct RoundMeasured {
-    /// 1 to `--rounds`.
+    /// `--first-round` to `--first-round` + `--rounds` − 1.
     round: u32,
     #[serde(flatten)]
     measured: Measured,
@@ -48,14 +48,17 @@ struct BenchJson<'a> {
     arch: String,
     /// The launch every configuration ran with ("in-order" or "persistent").
     launch: &'static str,
-    /// How many times every configuration and schedule was measured (`--rounds`).
+    /// How many times every configuration and schedule was measured (`--rounds`), and the first round's number
+    /// (`--first-round`; its parity set the order).
     rounds: u32,
+    first_round: u32,
     configs: Vec<ConfigResult>,
 }
 
 pub fn run(args: BenchArgs) -> Result<()> {
     // Bad flags answer before the GPU probe; the launch default depends on the main loop, known after it.
     Plan::from_args(&args.configs)?;
+    args.rounds.numbers()?;
     let nvcc = find_nvcc()?;
     let device = probe_device()?;
     let target = Target::for_device(args.gpu.arch, &device)?;
@@ -100,13 +103,13 @@ pub fn run(args: BenchArgs) -> Result<()> {
             skipped: Vec::new(),
         })
         .collect();
-    for round in args.rounds.numbers() {
+    for round in args.rounds.numbers()? {
         let (order, reverse) = round_order(configs.len(), round);
         for i in order {
             let (c, setup) = &configs[i];
             let mut label = format!("head dim {}, {} mask, seqlen {}", c.head_dim, mask_name(c.mask), c.seqlen);
             if rounds > 1 || args.rounds.first_round > 1 {
-                label = format!("round {round} of {}, {label}", args.rounds.numbers().end());
+                label = format!("round {round} of {}, {label}", args.rounds.numbers()?.end());
             }
             bar.set_message(label.clone());
             if bar.is_hidden() {
@@ -139,6 +142,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
         arch: target.describe(),
         launch: plan.base_launch().name(),
         rounds,
+        first_round: args.rounds.first_round,
         configs: results,
     };
     let slug: String = device.name.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).collect();
@@ -155,7 +159,8 @@ pub fn run(args: BenchArgs) -> Result<()> {
         .iter()
         .flat_map(|c| {
             c.results.iter().filter(|r| !r.measured.ok()).map(move |r| {
-                let round = if rounds > 1 { format!(" (round {})", r.round) } else { String::new() };
+                let numbered = rounds > 1 || args.rounds.first_round > 1;
+                let round = if numbered { format!(" (round {})", r.round) } else { String::new() };
                 format!("hd{} {} {} {}{round}", c.head_dim, c.mask, c.seqlen, r.measured.schedule)
             })
         })

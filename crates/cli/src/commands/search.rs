@@ -211,13 +211,16 @@ pub fn run(args: SearchArgs) -> Result<()> {
         Some(n) => format!("--max-heads-in-flight {n}"),
         None => "--max-heads-in-flight any".to_string(),
     };
-    if result.iterations > 0 {
+    let seeds_flag = if args.no_builtin_seeds { " --no-builtin-seeds" } else { "" };
+    if !result.searched {
+        println!("  nothing was searched: no start kept to the limit on heads in flight ({limit_flag})");
+    } else if result.iterations == 0 {
+        println!("  the budget ended before the first round: the result is the best start");
+    } else {
         println!(
-            "  the same schedule again: --iterations {} --search-seed {} {limit_flag}",
+            "  the same schedule again: --iterations {} --search-seed {} {limit_flag}{seeds_flag}",
             result.iterations, req.seed
         );
-    } else {
-        println!("  nothing was searched: no start kept to the limit on heads in flight ({limit_flag})");
     }
     println!();
     let summary = eval.summary();

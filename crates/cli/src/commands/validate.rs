@@ -51,6 +51,13 @@ struct Raw {
     /// How many times every row was measured (`--rounds`); files written before it was recorded: 1.
     #[serde(default = "one_round", skip_serializing_if = "is_one_round")]
     rounds: u32,
+    /// The number of the first of them (`--first-round`); files written before it was recorded: 1.
+    #[serde(default = "one_round", skip_serializing_if = "is_one_round")]
+    first_round: u32,
+    /// `--max-heads-in-flight` as given, for a `search` among the schedules; absent for the default. A report
+    /// from the file predicts under it unless the command line gives another.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    max_heads_in_flight: Option<String>,
     rows: Vec<RawRow>,
     gantt: Vec<GanttRaw>,
 }
@@ -167,6 +174,7 @@ fn mask_arg(name: &str) -> Result<MaskArg> {
 }
 
 pub fn run(args: ValidateArgs) -> Result<()> {
+    args.rounds.numbers()?;
     let costs_path = args
         .configs
         .costs
@@ -190,12 +198,12 @@ pub fn run(args: ValidateArgs) -> Result<()> {
         let dir = args.raw.as_ref().and_then(|p| p.parent()).unwrap_or(Path::new(".")).to_path_buf();
         (raw, dir)
     } else {
-        let loaded: Vec<(Raw, PathBuf)> = args
+        let loaded: Vec<(Raw, PathBuf, PathBuf)> = args
             .from_raw
             .iter()
-            .map(|p| Ok((load_raw(p)?, p.parent().unwrap_or(Path::new(".")).to_path_buf())))
+            .map(|p| Ok((load_raw(p)?, p.parent().unwrap_or(Path::new(".")).to_path_buf(), p.clone())))
             .collect::<Result<_>>()?;
-        merge_raws(loaded, &args.from_raw)?
+        merge_raws(loaded)?
     };
     if raw.device != costs.gpu {
         return Err(bad_input(format!(
@@ -221,13 +229,31 @@ fn load_raw(path: &Path) -> Result<Raw> {
 /// One raw file, or several merged: their rounds of every row taken together (each row becomes the median over
 /// all of them), with the Gantt timelines of the first file that has any (and that file's folder, where they
 /// lie). The files must agree on the device, main loop and launch, and hold the same rows.
-fn merge_raws(mut loaded: Vec<(Raw, PathBuf)>, paths: &[PathBuf]) -> Result<(Raw, PathBuf)> {
+fn merge_raws(mut loaded: Vec<(Raw, PathBuf, PathBuf)>) -> Result<(Raw, PathBuf)> {
     if loaded.len() == 1 {
-        return Ok(loaded.remove(0));
+        let (raw, dir, _) = loaded.remove(0);
+        return Ok((raw, dir));
     }
-    let key = |r: &RawRow| (r.mask.clone(), r.head_dim, r.seqlen, r.schedule.clone());
-    let (first, _) = &loaded[0];
-    for ((raw, _), path) in loaded.iter().zip(paths).skip(1) {
+    let key = |r: &RawRow| (r.mask.clone(), r.head_dim, r.seqlen, r.heads, r.batch, r.schedule.clone());
+    let paths: Vec<PathBuf> = loaded.iter().map(|(_, _, p)| p.clone()).collect();
+    for (i, p) in paths.iter().enumerate() {
+        if paths[..i].contains(p) {
+            return Err(bad_input(format!("{} is given twice: its rounds would count double", p.display())));
+        }
+    }
+    // In round order, so that each row's rounds are too; two files may not hold the same round.
+    loaded.sort_by_key(|(r, _, _)| r.first_round);
+    for pair in loaded.windows(2) {
+        let (a, b) = (&pair[0].0, &pair[1].0);
+        if a.first_round + a.rounds > b.first_round {
+            return Err(bad_input(format!(
+                "two files hold round {} (`--first-round` numbers a call's rounds): not merged",
+                b.first_round
+            )));
+        }
+    }
+    let (first, _, first_path) = &loaded[0];
+    for (raw, _, path) in loaded.iter().skip(1) {
         let differs = [
             ("device", &first.device, &raw.device),
             ("main loop", &first.arch, &raw.arch),
@@ -239,7 +265,16 @@ fn merge_raws(mut loaded: Vec<(Raw, PathBuf)>, paths: &[PathBuf]) -> Result<(Raw
             return Err(bad_input(format!(
                 "{} has {what} '{b}', {} has '{a}': not merged",
                 path.display(),
-                paths[0].display()
+                first_path.display()
+            )));
+        }
+        if raw.max_heads_in_flight != first.max_heads_in_flight {
+            return Err(bad_input(format!(
+                "{} was measured with --max-heads-in-flight {}, {} with {}: not merged",
+                path.display(),
+                raw.max_heads_in_flight.as_deref().unwrap_or("(default)"),
+                first_path.display(),
+                first.max_heads_in_flight.as_deref().unwrap_or("(default)")
             )));
         }
         if raw.launch() != first.launch() {
@@ -247,7 +282,7 @@ fn merge_raws(mut loaded: Vec<(Raw, PathBuf)>, paths: &[PathBuf]) -> Result<(Raw
                 "{} was measured with the {} launch, {} with the {} one: not merged",
                 path.display(),
                 raw.launch().name(),
-                paths[0].display(),
+                first_path.display(),
                 first.launch().name()
             )));
         }
@@ -258,16 +293,16 @@ fn merge_raws(mut loaded: Vec<(Raw, PathBuf)>, paths: &[PathBuf]) -> Result<(Raw
         if a != b {
             return Err(bad_input(format!(
                 "{} and {} measured different rows (configurations or schedules): not merged",
-                paths[0].display(),
+                first_path.display(),
                 path.display()
             )));
         }
     }
-    let rounds: u32 = loaded.iter().map(|(r, _)| r.rounds).sum();
+    let rounds: u32 = loaded.iter().map(|(r, _, _)| r.rounds).sum();
     let mut rows = Vec::new();
     for row in &loaded[0].0.rows {
         let same: Vec<&RawRow> =
-            loaded.iter().map(|(r, _)| r.rows.iter().find(|x| key(x) == key(row)).expect("same rows")).collect();
+            loaded.iter().map(|(r, _, _)| r.rows.iter().find(|x| key(x) == key(row)).expect("same rows")).collect();
         // Each file's rounds: its per-round medians, or for a one-round file its one median.
         let per_round: Vec<Option<f64>> = same
             .iter()
@@ -278,9 +313,10 @@ fn merge_raws(mut loaded: Vec<(Raw, PathBuf)>, paths: &[PathBuf]) -> Result<(Raw
             let v: Option<Vec<f64>> = v.into_iter().collect();
             v.filter(|v| failed.is_none() && !v.is_empty()).map(|v| quantile(v, 0.5))
         };
+        // A clock only where every file has one (as for the rounds of one call); the share is the files' median.
         let some = |v: Vec<Option<f64>>| -> Option<f64> {
-            let v: Vec<f64> = v.into_iter().flatten().collect();
-            (!v.is_empty()).then(|| quantile(v, 0.5))
+            let v: Option<Vec<f64>> = v.into_iter().collect();
+            v.filter(|v| !v.is_empty()).map(|v| quantile(v, 0.5))
         };
         rows.push(RawRow {
             status: failed.map_or_else(|| row.status.clone(), |r| r.status.clone()),
@@ -293,10 +329,10 @@ fn merge_raws(mut loaded: Vec<(Raw, PathBuf)>, paths: &[PathBuf]) -> Result<(Raw
             ..row.clone()
         });
     }
-    let gantt_at = loaded.iter().position(|(r, _)| !r.gantt.is_empty()).unwrap_or(0);
+    let gantt_at = loaded.iter().position(|(r, _, _)| !r.gantt.is_empty()).unwrap_or(0);
     let joined = |f: fn(&Raw) -> &String| {
         let mut v: Vec<&String> = Vec::new();
-        for (r, _) in &loaded {
+        for (r, _, _) in &loaded {
             if !v.contains(&f(r)) {
                 v.push(f(r));
             }
@@ -311,6 +347,7 @@ fn merge_raws(mut loaded: Vec<(Raw, PathBuf)>, paths: &[PathBuf]) -> Result<(Raw
         commit: joined(|r| &r.commit),
         driver: joined(|r| &r.driver),
         rounds,
+        first_round: loaded[0].0.first_round,
         rows,
         gantt,
         ..loaded[0].0.clone()
@@ -354,13 +391,13 @@ fn measure(args: &ValidateArgs, costs: &CostsFile, costs_path: &Path) -> Result<
     // Per configuration, each schedule's deterministic timing results, one per round (round 1's schedule order).
     let rounds = args.rounds.count;
     let mut measured: Vec<Vec<(String, Vec<HarnessResult>)>> = vec![Vec::new(); setups.len()];
-    for round in args.rounds.numbers() {
+    for round in args.rounds.numbers()? {
         let (order, reverse) = round_order(setups.len(), round);
         for i in order {
             let (c, setup) = &setups[i];
             let mut label = format!("{} mask, head dim {}, seqlen {}", mask_name(c.mask), c.head_dim, c.seqlen);
             if rounds > 1 || args.rounds.first_round > 1 {
-                label = format!("round {round} of {}, {label}", args.rounds.numbers().end());
+                label = format!("round {round} of {}, {label}", args.rounds.numbers()?.end());
             }
             eprintln!("validate: {label}");
             for o in measure_setup(setup, &args.gpu, &target, &nvcc, false, reverse).with_context(|| label.clone())? {
@@ -456,6 +493,8 @@ fn measure(args: &ValidateArgs, costs: &CostsFile, costs_path: &Path) -> Result<
         arch: target.describe(),
         launch: Some(measured_launch(&args.configs)),
         rounds,
+        first_round: args.rounds.first_round,
+        max_heads_in_flight: args.configs.max_heads_in_flight.clone(),
         rows,
         gantt,
     };
@@ -549,7 +588,14 @@ fn report(
                 Shape { mask: mask_arg(mask)?, head_dim: *hd, heads, seqlen: *seqlen, batch },
                 &names.join(","),
                 machine,
-                &args.configs.max_heads_in_flight,
+                // Only where a search is among the rows (it may have failed in this configuration); the
+                // measurements' own limit unless the command line gives one.
+                &args
+                    .configs
+                    .max_heads_in_flight
+                    .clone()
+                    .or(raw.max_heads_in_flight.clone())
+                    .filter(|_| names.contains(&"search")),
             )?;
             let mut setup = Setup::from_args(&shape)?;
             setup.costs = tweak(setup.costs);
@@ -995,4 +1041,39 @@ fn md_table(headers: &[&str], rows: &[Vec<String>]) -> String {
         let _ = writeln!(out, "| {} |", r.join(" | "));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A harness result as the harness prints it, with `clocks` as given (JSON).
+    fn result(clocks: &str) -> HarnessResult {
+        serde_json::from_str(&format!(
+            r#"{{"status":"ok","schedule":"naive","variant":"v","device":"d","sm_count":132,"deterministic":true,
+            "units":1,"visits":1,"time_ms":{{"total_median":1.0,"main_median":0.9,"total_min":1.0,"main_min":0.9}},
+            "tflops":{{"total":1.0,"main":1.0}},"check":{{"ran":false,"rel_l2_dq":null,"rel_l2_dk":null,
+            "rel_l2_dv":null,"tolerance":0.02}},"finite":true,"poison_ok":true,"repeatable":true,"repeat_runs":1,
+            "main_kernel":{{"registers":1,"local_bytes":0,"smem_bytes":0}},"clocks":{clocks},
+            "spin_error":{{"code":0,"unit":0,"bh":0,"q_tile":0,"wanted_rank":0,"seen":0}}}}"#
+        ))
+        .expect("a harness line")
+    }
+
+    fn clocks(mhz: f64, samples: u32, limited: u32) -> String {
+        format!(r#"{{"sm_mhz_median":{mhz},"sm_mhz_min":{mhz},"samples":{samples},"limited":{limited}}}"#)
+    }
+
+    #[test]
+    fn the_clock_of_a_row_needs_every_round_to_have_one() {
+        let (a, b, c) =
+            (result(&clocks(1980.0, 20, 0)), result(&clocks(1800.0, 20, 5)), result(&clocks(1700.0, 10, 10)));
+        // The median of the rounds' medians; the share of all samples (15 of 50), not a mean of shares.
+        assert_eq!(clocks_of(&[a.clone(), b.clone(), c]), Some((1800.0, 0.3)));
+        // A round without a clock, or with no sample, leaves the row without one.
+        assert_eq!(clocks_of(&[a.clone(), result("null")]), None);
+        assert_eq!(clocks_of(&[a, result(&clocks(0.0, 0, 0))]), None);
+        assert_eq!(clocks_of(&[]), None);
+        assert_eq!(clocks_of(&[b]), Some((1800.0, 0.25)));
+    }
 }

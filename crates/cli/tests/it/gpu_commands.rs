@@ -290,19 +290,21 @@ fn bench_and_validate_go_on_from_a_first_round() {
     std::fs::remove_dir_all(&machine).unwrap();
 }
 
-/// Raw files of separate calls merge into one report: each row the median over all the files' rounds.
+/// Raw files of separate calls merge into one report: each row the median over all the files' rounds, in round
+/// order; files that disagree, overlap or repeat are refused.
 #[test]
 fn validate_merges_the_rounds_of_several_raw_files() {
     let dir = scratch("validate-merge");
     std::fs::create_dir_all(&dir).unwrap();
     let costs = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/it/fixtures/costs-h200.json");
-    let raw = |device: &str, rounds: u32, rows: &[(&str, f64, &[f64])]| {
+    type Rows<'a> = &'a [(&'a str, &'a str, f64, &'a [f64])];
+    let raw = |device: &str, first_round: u32, rounds: u32, heads: u32, rows: Rows| {
         let rows: Vec<serde_json::Value> = rows
             .iter()
-            .map(|(schedule, ms, per_round)| {
+            .map(|(schedule, status, ms, per_round)| {
                 serde_json::json!({
-                    "mask": "full", "head_dim": 64, "heads": 2, "seqlen": 512, "batch": 1,
-                    "schedule": schedule, "status": "ok", "main_ms": ms, "total_ms": ms + 0.1,
+                    "mask": "full", "head_dim": 64, "heads": heads, "seqlen": 512, "batch": 1,
+                    "schedule": schedule, "status": status, "main_ms": ms, "total_ms": ms + 0.1,
                     "main_ms_rounds": per_round,
                 })
             })
@@ -310,8 +312,8 @@ fn validate_merges_the_rounds_of_several_raw_files() {
         serde_json::json!({
             "format": "dashc-validation-raw", "schema_version": 1, "command": "dashc validate", "tool": "dashc",
             "date": "2026-11-25T00:00:00Z", "commit": "0000000", "device": device, "compute_cap": "9.0",
-            "driver": "1.0", "arch": "sm90 (sm_90a)", "launch": "in-order", "rounds": rounds, "rows": rows,
-            "gantt": [],
+            "driver": "1.0", "arch": "sm90 (sm_90a)", "launch": "in-order", "rounds": rounds,
+            "first_round": first_round, "rows": rows, "gantt": [],
         })
     };
     let write = |name: &str, v: serde_json::Value| {
@@ -319,20 +321,26 @@ fn validate_merges_the_rounds_of_several_raw_files() {
         std::fs::write(&p, v.to_string()).unwrap();
         p.to_str().unwrap().to_string()
     };
-    // Two rounds in the first file (naive 3 and 5 ms, spt 2 and 2), one in the second (naive 6, spt 1).
-    let a = write("a.json", raw("NVIDIA H200", 2, &[("naive", 4.0, &[3.0, 5.0]), ("spt", 2.0, &[2.0, 2.0])]));
-    let b = write("b.json", raw("NVIDIA H200", 1, &[("naive", 6.0, &[]), ("spt", 1.0, &[])]));
     let doc = dir.join("merged.md");
-    let validate = |files: &[&str]| {
+    let validate = |files: &[&str], extra: &[&str]| {
         let mut args = vec!["validate", "--costs", costs, "--doc", doc.to_str().unwrap()];
         for f in files {
             args.extend(["--from-raw", f]);
         }
-        args.extend(["--seqlens", "512", "--head-dims", "64", "--masks", "full", "--schedules", "naive,spt"]);
-        args.extend(["--tokens", "512", "--hidden", "128"]);
+        args.extend(["--seqlens", "512", "--head-dims", "64", "--masks", "full", "--tokens", "512", "--hidden", "128"]);
+        args.extend(extra);
         args.into_iter().map(String::from).collect::<Vec<_>>()
     };
-    let out = Command::new(env!("CARGO_BIN_EXE_dashc")).args(validate(&[&a, &b])).output().unwrap();
+    let ok = [("naive", "ok"), ("spt", "ok")];
+    // Rounds 1-2 in the first file (naive 1 and 5 ms, spt 2 and 2), round 3 in the second (naive 6, spt 1). Per
+    // round: naive median(1, 5, 6) = 5, spt median(2, 2, 1) = 2; a median of the files' medians would give 4.5
+    // and 1.5. The second file is given first: the order on the command line does not matter.
+    let a = write(
+        "a.json",
+        raw("NVIDIA H200", 1, 2, 2, &[("naive", ok[0].1, 3.0, &[1.0, 5.0]), ("spt", ok[1].1, 2.0, &[2.0, 2.0])]),
+    );
+    let b = write("b.json", raw("NVIDIA H200", 3, 1, 2, &[("naive", "ok", 6.0, &[]), ("spt", "ok", 1.0, &[])]));
+    let out = Command::new(env!("CARGO_BIN_EXE_dashc")).args(validate(&[&b, &a], &[])).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let text = std::fs::read_to_string(&doc).unwrap();
     assert!(text.contains("the median over 3 rounds from 2 files merged"), "{text}");
@@ -340,14 +348,40 @@ fn validate_merges_the_rounds_of_several_raw_files() {
         let row = format!("| full hd64 s512 (1x2) | {schedule} | held out | {us} |");
         assert!(text.contains(&row), "{row} not in\n{text}");
     }
-    // Another device, or other rows: refused, one line, exit 2.
-    let c = write("c.json", raw("NVIDIA H100 80GB HBM3", 1, &[("naive", 6.0, &[]), ("spt", 1.0, &[])]));
-    let d = write("d.json", raw("NVIDIA H200", 1, &[("naive", 6.0, &[])]));
-    for (other, needle) in [(&c, "has device 'NVIDIA H100 80GB HBM3'"), (&d, "measured different rows")] {
-        let args = validate(&[&a, other]);
+    // Another device, other rows, another shape, overlapping rounds, or one file twice: refused, exit 2.
+    let c =
+        write("c.json", raw("NVIDIA H100 80GB HBM3", 3, 1, 2, &[("naive", "ok", 6.0, &[]), ("spt", "ok", 1.0, &[])]));
+    let d = write("d.json", raw("NVIDIA H200", 3, 1, 2, &[("naive", "ok", 6.0, &[])]));
+    let e = write("e.json", raw("NVIDIA H200", 3, 1, 4, &[("naive", "ok", 6.0, &[]), ("spt", "ok", 1.0, &[])]));
+    let f = write("f.json", raw("NVIDIA H200", 2, 1, 2, &[("naive", "ok", 6.0, &[]), ("spt", "ok", 1.0, &[])]));
+    for (files, needle) in [
+        ([&a, &c], "has device 'NVIDIA H100 80GB HBM3'"),
+        ([&a, &d], "measured different rows"),
+        ([&a, &e], "measured different rows"),
+        ([&a, &f], "two files hold round 2"),
+        ([&a, &a], "is given twice"),
+    ] {
+        let args = validate(&[files[0].as_str(), files[1].as_str()], &[]);
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         fails_with(&args, 2, needle);
     }
+    // A search that failed in a configuration leaves it out of that configuration's predictions, and the limit
+    // given for it is then not refused there.
+    let g = write(
+        "g.json",
+        raw(
+            "NVIDIA H200",
+            1,
+            1,
+            2,
+            &[("naive", "ok", 6.0, &[]), ("spt", "ok", 1.0, &[]), ("search", "check_failed", 1.0, &[])],
+        ),
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_dashc"))
+        .args(validate(&[&g], &["--max-heads-in-flight", "any"]))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

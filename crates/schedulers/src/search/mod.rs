@@ -153,6 +153,9 @@ pub struct SearchResult {
     pub problem_bounds: ProblemBounds,
     /// The limit on (batch, head) pairs in flight the search kept to; `None` for `HeadsLimit::Any`.
     pub heads_limit: Option<u32>,
+    /// Whether some start kept to the limit, so that a search ran (possibly of no iteration, if `stop` said so
+    /// at once); if not, the result is the best built-in kept as built.
+    pub searched: bool,
 }
 
 impl SearchResult {
@@ -331,6 +334,7 @@ pub fn search(
         seeds: seed_results,
         problem_bounds,
         heads_limit,
+        searched: first.is_some(),
     })
 }
 
