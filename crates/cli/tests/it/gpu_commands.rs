@@ -182,6 +182,23 @@ fn bench_records_its_launch_and_defaults_to_persistent_on_the_sm90_loop() {
     }
 }
 
+/// The first configuration's results of a bench JSON: (round, schedule, det TFLOPS, atomic TFLOPS) each.
+fn bench_runs(doc: &serde_json::Value) -> Vec<(u64, String, f64, f64)> {
+    doc["configs"][0]["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["round"].as_u64().unwrap(),
+                r["schedule"].as_str().unwrap().to_string(),
+                r["deterministic"]["tflops"]["total"].as_f64().unwrap(),
+                r["nondeterministic"]["tflops"]["total"].as_f64().unwrap(),
+            )
+        })
+        .collect()
+}
+
 #[test]
 #[cfg(unix)]
 fn bench_rounds_alternate_the_order_and_report_the_mean() {
@@ -197,19 +214,7 @@ fn bench_rounds_alternate_the_order_and_report_the_mean() {
     assert_eq!(doc["rounds"], 2);
     // Round 1 runs naive (det, atomic) then spt (det, atomic); round 2 runs spt (atomic, det) then naive (atomic,
     // det). The n-th run reports 100 + n.
-    let runs: Vec<(u64, String, f64, f64)> = doc["configs"][0]["results"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| {
-            (
-                r["round"].as_u64().unwrap(),
-                r["schedule"].as_str().unwrap().to_string(),
-                r["deterministic"]["tflops"]["total"].as_f64().unwrap(),
-                r["nondeterministic"]["tflops"]["total"].as_f64().unwrap(),
-            )
-        })
-        .collect();
+    let runs = bench_runs(&doc);
     let expected =
         [(1, "naive", 101.0, 102.0), (1, "spt", 103.0, 104.0), (2, "naive", 108.0, 107.0), (2, "spt", 106.0, 105.0)];
     assert_eq!(runs.len(), expected.len());
@@ -246,20 +251,7 @@ fn bench_and_validate_go_on_from_a_first_round() {
         &["--masks", "full", "--schedules", "naive,spt", "--first-round", "2"],
         &[("FAKE_COUNTER", counter.as_os_str())],
     );
-    let runs: Vec<(u64, String, f64, f64)> = doc["configs"][0]["results"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| {
-            (
-                r["round"].as_u64().unwrap(),
-                r["schedule"].as_str().unwrap().to_string(),
-                r["deterministic"]["tflops"]["total"].as_f64().unwrap(),
-                r["nondeterministic"]["tflops"]["total"].as_f64().unwrap(),
-            )
-        })
-        .collect();
-    let mut runs = runs;
+    let mut runs = bench_runs(&doc);
     runs.sort_by(|a, b| a.1.cmp(&b.1));
     assert_eq!(runs, [(2, "naive".to_string(), 104.0, 103.0), (2, "spt".to_string(), 102.0, 101.0)]);
     for dir in [hopper, cutlass] {
