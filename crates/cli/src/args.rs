@@ -496,6 +496,11 @@ impl RoundsArgs {
             ))),
         }
     }
+
+    /// Whether the rounds are worth naming in labels and messages: several of them, or one that is not round 1.
+    pub fn numbered(&self) -> bool {
+        self.count > 1 || self.first_round > 1
+    }
 }
 
 /// The budget of a schedule search (`--schedule search`, `dashc search`); see docs/search.md.

@@ -58,7 +58,7 @@ struct BenchJson<'a> {
 pub fn run(args: BenchArgs) -> Result<()> {
     // Bad flags answer before the GPU probe; the launch default depends on the main loop, known after it.
     Plan::from_args(&args.configs)?;
-    args.rounds.numbers()?;
+    let round_numbers = args.rounds.numbers()?;
     let nvcc = find_nvcc()?;
     let device = probe_device()?;
     let target = Target::for_device(args.gpu.arch, &device)?;
@@ -103,13 +103,13 @@ pub fn run(args: BenchArgs) -> Result<()> {
             skipped: Vec::new(),
         })
         .collect();
-    for round in args.rounds.numbers()? {
+    for round in round_numbers.clone() {
         let (order, reverse) = round_order(configs.len(), round);
         for i in order {
             let (c, setup) = &configs[i];
             let mut label = format!("head dim {}, {} mask, seqlen {}", c.head_dim, mask_name(c.mask), c.seqlen);
-            if rounds > 1 || args.rounds.first_round > 1 {
-                label = format!("round {round} of {}, {label}", args.rounds.numbers()?.end());
+            if args.rounds.numbered() {
+                label = format!("round {round} of {}, {label}", round_numbers.end());
             }
             bar.set_message(label.clone());
             if bar.is_hidden() {
@@ -154,12 +154,12 @@ pub fn run(args: BenchArgs) -> Result<()> {
     println!("{} main loop, {} launch{mean}", target.describe(), doc.launch);
     print!("{}", bench_table(&doc.configs, rounds));
     println!("\nraw results: {}", path.display());
+    let numbered = args.rounds.numbered();
     let failed: Vec<String> = doc
         .configs
         .iter()
         .flat_map(|c| {
             c.results.iter().filter(|r| !r.measured.ok()).map(move |r| {
-                let numbered = rounds > 1 || args.rounds.first_round > 1;
                 let round = if numbered { format!(" (round {})", r.round) } else { String::new() };
                 format!("hd{} {} {} {}{round}", c.head_dim, c.mask, c.seqlen, r.measured.schedule)
             })

@@ -245,7 +245,7 @@ fn merge_raws(mut loaded: Vec<(Raw, PathBuf, PathBuf)>) -> Result<(Raw, PathBuf)
     loaded.sort_by_key(|(r, _, _)| r.first_round);
     for pair in loaded.windows(2) {
         let (a, b) = (&pair[0].0, &pair[1].0);
-        if a.first_round + a.rounds > b.first_round {
+        if u64::from(a.first_round) + u64::from(a.rounds) > u64::from(b.first_round) {
             return Err(bad_input(format!(
                 "two files hold round {} (`--first-round` numbers a call's rounds): not merged",
                 b.first_round
@@ -309,15 +309,13 @@ fn merge_raws(mut loaded: Vec<(Raw, PathBuf, PathBuf)>) -> Result<(Raw, PathBuf)
             .flat_map(|r| if r.main_ms_rounds.is_empty() { vec![r.main_ms] } else { r.main_ms_rounds.clone() })
             .collect();
         let failed = same.iter().find(|r| r.status != "ok");
-        let all = |v: Vec<Option<f64>>| -> Option<f64> {
-            let v: Option<Vec<f64>> = v.into_iter().collect();
-            v.filter(|v| failed.is_none() && !v.is_empty()).map(|v| quantile(v, 0.5))
-        };
-        // A clock only where every file has one (as for the rounds of one call); the share is the files' median.
+        // The median where every file (or round) has a value. A clock is taken so too, as for the rounds of one
+        // call; a time also needs every round to have passed.
         let some = |v: Vec<Option<f64>>| -> Option<f64> {
             let v: Option<Vec<f64>> = v.into_iter().collect();
             v.filter(|v| !v.is_empty()).map(|v| quantile(v, 0.5))
         };
+        let all = |v: Vec<Option<f64>>| some(v).filter(|_| failed.is_none());
         rows.push(RawRow {
             status: failed.map_or_else(|| row.status.clone(), |r| r.status.clone()),
             main_ms: all(per_round.clone()),
@@ -390,14 +388,15 @@ fn measure(args: &ValidateArgs, costs: &CostsFile, costs_path: &Path) -> Result<
     prebuild(&nvcc, &args.gpu.work_dir, &kernels, &target.env)?;
     // Per configuration, each schedule's deterministic timing results, one per round (round 1's schedule order).
     let rounds = args.rounds.count;
+    let round_numbers = args.rounds.numbers()?;
     let mut measured: Vec<Vec<(String, Vec<HarnessResult>)>> = vec![Vec::new(); setups.len()];
-    for round in args.rounds.numbers()? {
+    for round in round_numbers.clone() {
         let (order, reverse) = round_order(setups.len(), round);
         for i in order {
             let (c, setup) = &setups[i];
             let mut label = format!("{} mask, head dim {}, seqlen {}", mask_name(c.mask), c.head_dim, c.seqlen);
-            if rounds > 1 || args.rounds.first_round > 1 {
-                label = format!("round {round} of {}, {label}", args.rounds.numbers()?.end());
+            if args.rounds.numbered() {
+                label = format!("round {round} of {}, {label}", round_numbers.end());
             }
             eprintln!("validate: {label}");
             for o in measure_setup(setup, &args.gpu, &target, &nvcc, false, reverse).with_context(|| label.clone())? {
@@ -418,6 +417,7 @@ fn measure(args: &ValidateArgs, costs: &CostsFile, costs_path: &Path) -> Result<
                 let values: Option<Vec<f64>> = results.iter().map(value).collect();
                 values.filter(|_| failed.is_none()).map(|v| quantile(v, 0.5))
             };
+            let clocks = clocks_of(&results);
             rows.push(RawRow {
                 mask: mask_name(c.mask).to_string(),
                 head_dim: c.head_dim,
@@ -433,8 +433,8 @@ fn measure(args: &ValidateArgs, costs: &CostsFile, costs_path: &Path) -> Result<
                 } else {
                     Vec::new()
                 },
-                sm_mhz: clocks_of(&results).map(|(mhz, _)| mhz),
-                clock_limited_share: clocks_of(&results).map(|(_, share)| share),
+                sm_mhz: clocks.map(|(mhz, _)| mhz),
+                clock_limited_share: clocks.map(|(_, share)| share),
             });
         }
     }

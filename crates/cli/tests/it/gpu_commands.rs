@@ -260,18 +260,7 @@ fn bench_and_validate_go_on_from_a_first_round() {
     // validate: the same reversal; the n-th run's main kernel takes n ms, so spt 1 ms and naive 2 ms.
     let machine = fake_gpu_machine_named("fake-validate-first-round", "9.0", "NVIDIA H200");
     let doc = machine.join("validation.md");
-    let costs = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/it/fixtures/costs-h200.json");
-    let out = Command::new(env!("CARGO_BIN_EXE_dashc"))
-        .args(["validate", "--arch", "sm80", "--costs", costs, "--doc", doc.to_str().unwrap()])
-        .args(["--seqlens", "512", "--head-dims", "64", "--masks", "full", "--schedules", "naive,spt"])
-        .args(["--tokens", "512", "--hidden", "128", "--first-round", "2", "--reps", "1", "--no-check"])
-        .args(["--work-dir", machine.join("work").to_str().unwrap()])
-        .current_dir(&machine)
-        .env_clear()
-        .env("PATH", &machine)
-        .env("FAKE_COUNTER", machine.join("counter"))
-        .output()
-        .expect("dashc runs");
+    let out = fake_validate(&machine, &doc, &["--first-round", "2"], &[]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(stderr(&out).contains("round 2 of 2, full mask"), "{}", stderr(&out));
     let text = std::fs::read_to_string(&doc).unwrap();
@@ -288,25 +277,11 @@ fn bench_and_validate_go_on_from_a_first_round() {
 fn validate_merges_the_rounds_of_several_raw_files() {
     let dir = scratch("validate-merge");
     std::fs::create_dir_all(&dir).unwrap();
-    let costs = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/it/fixtures/costs-h200.json");
     type Rows<'a> = &'a [(&'a str, &'a str, f64, &'a [f64])];
     let raw = |device: &str, first_round: u32, rounds: u32, heads: u32, rows: Rows| {
-        let rows: Vec<serde_json::Value> = rows
-            .iter()
-            .map(|(schedule, status, ms, per_round)| {
-                serde_json::json!({
-                    "mask": "full", "head_dim": 64, "heads": heads, "seqlen": 512, "batch": 1,
-                    "schedule": schedule, "status": status, "main_ms": ms, "total_ms": ms + 0.1,
-                    "main_ms_rounds": per_round,
-                })
-            })
-            .collect();
-        serde_json::json!({
-            "format": "dashc-validation-raw", "schema_version": 1, "command": "dashc validate", "tool": "dashc",
-            "date": "2026-11-25T00:00:00Z", "commit": "0000000", "device": device, "compute_cap": "9.0",
-            "driver": "1.0", "arch": "sm90 (sm_90a)", "launch": "in-order", "rounds": rounds,
-            "first_round": first_round, "rows": rows, "gantt": [],
-        })
+        let rows =
+            rows.iter().map(|(schedule, status, ms, per_round)| raw_row(schedule, status, heads, *ms, per_round));
+        validation_raw(device, first_round, rounds, rows.collect())
     };
     let write = |name: &str, v: serde_json::Value| {
         let p = dir.join(name);
@@ -314,25 +289,15 @@ fn validate_merges_the_rounds_of_several_raw_files() {
         p.to_str().unwrap().to_string()
     };
     let doc = dir.join("merged.md");
-    let validate = |files: &[&str], extra: &[&str]| {
-        let mut args = vec!["validate", "--costs", costs, "--doc", doc.to_str().unwrap()];
-        for f in files {
-            args.extend(["--from-raw", f]);
-        }
-        args.extend(["--seqlens", "512", "--head-dims", "64", "--masks", "full", "--tokens", "512", "--hidden", "128"]);
-        args.extend(extra);
-        args.into_iter().map(String::from).collect::<Vec<_>>()
-    };
-    let ok = [("naive", "ok"), ("spt", "ok")];
     // Rounds 1-2 in the first file (naive 1 and 5 ms, spt 2 and 2), round 3 in the second (naive 6, spt 1). Per
     // round: naive median(1, 5, 6) = 5, spt median(2, 2, 1) = 2; a median of the files' medians would give 4.5
     // and 1.5. The second file is given first: the order on the command line does not matter.
     let a = write(
         "a.json",
-        raw("NVIDIA H200", 1, 2, 2, &[("naive", ok[0].1, 3.0, &[1.0, 5.0]), ("spt", ok[1].1, 2.0, &[2.0, 2.0])]),
+        raw("NVIDIA H200", 1, 2, 2, &[("naive", "ok", 3.0, &[1.0, 5.0]), ("spt", "ok", 2.0, &[2.0, 2.0])]),
     );
     let b = write("b.json", raw("NVIDIA H200", 3, 1, 2, &[("naive", "ok", 6.0, &[]), ("spt", "ok", 1.0, &[])]));
-    let out = Command::new(env!("CARGO_BIN_EXE_dashc")).args(validate(&[&b, &a], &[])).output().unwrap();
+    let out = validate_from_raw(&[&b, &a], &doc, &[]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let text = std::fs::read_to_string(&doc).unwrap();
     assert!(text.contains("the median over 3 rounds from 2 files merged"), "{text}");
@@ -353,7 +318,7 @@ fn validate_merges_the_rounds_of_several_raw_files() {
         ([&a, &f], "two files hold round 2"),
         ([&a, &a], "is given twice"),
     ] {
-        let args = validate(&[files[0].as_str(), files[1].as_str()], &[]);
+        let args = validate_from_raw_args(&[files[0].as_str(), files[1].as_str()], &doc, &[]);
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         fails_with(&args, 2, needle);
     }
@@ -369,12 +334,73 @@ fn validate_merges_the_rounds_of_several_raw_files() {
             &[("naive", "ok", 6.0, &[]), ("spt", "ok", 1.0, &[]), ("search", "check_failed", 1.0, &[])],
         ),
     );
-    let out = Command::new(env!("CARGO_BIN_EXE_dashc"))
-        .args(validate(&[&g], &["--max-heads-in-flight", "any"]))
-        .output()
-        .unwrap();
+    let out = validate_from_raw(&[&g], &doc, &["--max-heads-in-flight", "any"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `dashc validate` on the stand-in GPU of `machine`: the fixture's costs, full mask, head dim 64, 512 tokens,
+/// naive and spt, one repetition, the harness counting its runs; `extra` flags and `env` added.
+#[cfg(unix)]
+fn fake_validate(
+    machine: &std::path::Path,
+    doc: &std::path::Path,
+    extra: &[&str],
+    env: &[(&str, &std::ffi::OsStr)],
+) -> std::process::Output {
+    let costs = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/it/fixtures/costs-h200.json");
+    Command::new(env!("CARGO_BIN_EXE_dashc"))
+        .args(["validate", "--arch", "sm80", "--costs", costs, "--doc", doc.to_str().unwrap()])
+        .args(["--seqlens", "512", "--head-dims", "64", "--masks", "full", "--schedules", "naive,spt"])
+        .args(["--tokens", "512", "--hidden", "128", "--reps", "1", "--no-check"])
+        .args(["--work-dir", machine.join("work").to_str().unwrap()])
+        .args(extra)
+        .current_dir(machine)
+        .env_clear()
+        .env("PATH", machine)
+        .env("FAKE_COUNTER", machine.join("counter"))
+        .envs(env.iter().copied())
+        .output()
+        .expect("dashc runs")
+}
+
+/// A validation raw file as `validate --raw` writes it (H200 fixture costs' main loop), with `rows`.
+fn validation_raw(device: &str, first_round: u32, rounds: u32, rows: Vec<serde_json::Value>) -> serde_json::Value {
+    serde_json::json!({
+        "format": "dashc-validation-raw", "schema_version": 1, "command": "dashc validate", "tool": "dashc",
+        "date": "2026-11-25T00:00:00Z", "commit": "0000000", "device": device, "compute_cap": "9.0",
+        "driver": "1.0", "arch": "sm90 (sm_90a)", "launch": "in-order", "rounds": rounds,
+        "first_round": first_round, "rows": rows, "gantt": [],
+    })
+}
+
+/// One row of a validation raw file: full mask, head dim 64, 512 tokens, batch 1.
+fn raw_row(schedule: &str, status: &str, heads: u32, ms: f64, per_round: &[f64]) -> serde_json::Value {
+    serde_json::json!({
+        "mask": "full", "head_dim": 64, "heads": heads, "seqlen": 512, "batch": 1,
+        "schedule": schedule, "status": status, "main_ms": ms, "total_ms": ms + 0.1,
+        "main_ms_rounds": per_round,
+    })
+}
+
+/// The arguments of `dashc validate --from-raw` of each of `files`, with the fixture's costs and the shape of
+/// `raw_row`; `extra` flags added.
+fn validate_from_raw_args(files: &[&str], doc: &std::path::Path, extra: &[&str]) -> Vec<String> {
+    let costs = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/it/fixtures/costs-h200.json");
+    let mut args = vec!["validate", "--costs", costs, "--doc", doc.to_str().unwrap()];
+    for f in files {
+        args.extend(["--from-raw", f]);
+    }
+    args.extend(["--seqlens", "512", "--head-dims", "64", "--masks", "full", "--tokens", "512", "--hidden", "128"]);
+    args.extend(extra);
+    args.into_iter().map(String::from).collect()
+}
+
+fn validate_from_raw(files: &[&str], doc: &std::path::Path, extra: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_dashc"))
+        .args(validate_from_raw_args(files, doc, extra))
+        .output()
+        .expect("dashc runs")
 }
 
 #[test]
@@ -382,19 +408,7 @@ fn validate_merges_the_rounds_of_several_raw_files() {
 fn validate_rounds_alternate_the_order_and_take_the_median() {
     let machine = fake_gpu_machine_named("fake-validate-rounds", "9.0", "NVIDIA H200");
     let doc = machine.join("validation.md");
-    let costs = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/it/fixtures/costs-h200.json");
-    let out = Command::new(env!("CARGO_BIN_EXE_dashc"))
-        .args(["validate", "--arch", "sm80", "--costs", costs, "--doc", doc.to_str().unwrap()])
-        .args(["--seqlens", "512", "--head-dims", "64", "--masks", "full", "--schedules", "naive,spt"])
-        .args(["--tokens", "512", "--hidden", "128", "--rounds", "3", "--reps", "1", "--no-check"])
-        .args(["--work-dir", machine.join("work").to_str().unwrap()])
-        .current_dir(&machine)
-        .env_clear()
-        .env("PATH", &machine)
-        .env("FAKE_COUNTER", machine.join("counter"))
-        .env("FAKE_CLOCKS", "1")
-        .output()
-        .expect("dashc runs");
+    let out = fake_validate(&machine, &doc, &["--rounds", "3"], &[("FAKE_CLOCKS", "1".as_ref())]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     // Rounds 1 and 3 run naive then spt, round 2 spt then naive; the n-th run's main kernel takes n ms:
     // naive 1, 4, 5 (median 4), spt 2, 3, 6 (median 3). Every run's clock: 1755 MHz, its one sample limited.
@@ -409,13 +423,10 @@ fn validate_rounds_alternate_the_order_and_take_the_median() {
     // Raw files with and without clocks (those before the harness sampled them have none): the column shows
     // only where there are clocks.
     let raw = |clocks: bool| {
-        let rows: Vec<serde_json::Value> = [("naive", 4.0), ("spt", 3.0)]
+        let rows = [("naive", 4.0), ("spt", 3.0)]
             .iter()
             .map(|(schedule, ms)| {
-                let mut row = serde_json::json!({
-                    "mask": "full", "head_dim": 64, "heads": 2, "seqlen": 512, "batch": 1,
-                    "schedule": schedule, "status": "ok", "main_ms": ms, "total_ms": ms + 0.1,
-                });
+                let mut row = raw_row(schedule, "ok", 2, *ms, &[]);
                 if clocks {
                     row["sm_mhz"] = serde_json::json!(1605.0);
                     row["clock_limited_share"] = serde_json::json!(0.25);
@@ -423,23 +434,13 @@ fn validate_rounds_alternate_the_order_and_take_the_median() {
                 row
             })
             .collect();
-        serde_json::json!({
-            "format": "dashc-validation-raw", "schema_version": 1, "command": "dashc validate", "tool": "dashc",
-            "date": "2026-11-25T00:00:00Z", "commit": "0000000", "device": "NVIDIA H200", "compute_cap": "9.0",
-            "driver": "1.0", "arch": "sm90 (sm_90a)", "launch": "in-order", "rows": rows, "gantt": [],
-        })
+        validation_raw("NVIDIA H200", 1, 1, rows)
     };
     for clocks in [true, false] {
         let (raw_path, doc_path) =
             (machine.join(format!("raw-{clocks}.json")), machine.join(format!("doc-{clocks}.md")));
         std::fs::write(&raw_path, raw(clocks).to_string()).unwrap();
-        let out = Command::new(env!("CARGO_BIN_EXE_dashc"))
-            .args(["validate", "--costs", costs, "--doc", doc_path.to_str().unwrap()])
-            .args(["--from-raw", raw_path.to_str().unwrap()])
-            .args(["--seqlens", "512", "--head-dims", "64", "--masks", "full", "--schedules", "naive,spt"])
-            .args(["--tokens", "512", "--hidden", "128"])
-            .output()
-            .expect("dashc runs");
+        let out = validate_from_raw(&[raw_path.to_str().unwrap()], &doc_path, &["--schedules", "naive,spt"]);
         assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
         let text = std::fs::read_to_string(&doc_path).unwrap();
         let line = text.lines().find(|l| l.starts_with("| full hd64 s512 (1x2) | naive | held out | 4000.0 |"));
