@@ -86,6 +86,53 @@ fn validate_and_trace_requests_fail_cleanly_without_gpu_work() {
 }
 
 #[test]
+fn validate_says_how_far_the_model_put_the_measured_fastest_from_its_pick() {
+    let dir = temp_dir("validate-margin");
+    let row = |schedule: &str, ms: f64| {
+        serde_json::json!({"mask": "full", "head_dim": 128, "heads": 16, "seqlen": 4096, "batch": 4,
+            "schedule": schedule, "status": "ok", "main_ms": ms, "total_ms": ms + 0.2})
+    };
+    // Measured, naive is 10% faster than shift, which the model picks.
+    let raw = serde_json::json!({
+        "format": "dashc-validation-raw", "schema_version": 1, "command": "test", "tool": "dashc", "date": "d",
+        "commit": "c", "device": "NVIDIA H200", "compute_cap": "9.0", "driver": "x", "arch": "sm_90a",
+        "rows": [row("naive", 5.0), row("shift", 5.5)], "gantt": []
+    });
+    let raw_path = dir.join("raw.json");
+    std::fs::write(&raw_path, raw.to_string()).unwrap();
+    let doc = dir.join("validation.md");
+    let costs = fixture();
+    let out = dashc(&[
+        "validate",
+        "--costs",
+        &costs,
+        "--from-raw",
+        raw_path.to_str().unwrap(),
+        "--doc",
+        doc.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = std::fs::read_to_string(&doc).unwrap();
+    // The predictions, from the report's last table.
+    let predicted = |schedule: &str| -> f64 {
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(&format!("| full hd128 s4096 (4x16) | {schedule} |")))
+            .expect("a row of the last table");
+        line.split('|').nth(5).unwrap().trim().parse().unwrap()
+    };
+    let (naive, shift) = (predicted("naive"), predicted("shift"));
+    assert!(shift < naive, "the model picks shift: {shift} against {naive}");
+    let margin = format!("{:+.1}%", 100.0 * (naive / shift - 1.0));
+    let expected = format!("| full hd128 s4096 | held out | naive | shift | +10.0% | {margin} |");
+    assert!(text.contains(&expected), "{expected}\n{text}");
+    let close = if naive / shift - 1.0 < 0.01 { 1 } else { 0 };
+    let sentence = format!("Choices that miss by more than 2%: 1 of 1; in {close} of them the model predicts");
+    assert!(text.contains(&sentence), "{sentence}\n{text}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
 fn validate_rewrites_its_report_from_raw_measurements_and_refuses_another_gpu() {
     let dir = temp_dir("validate");
     let raw = serde_json::json!({
