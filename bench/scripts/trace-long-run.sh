@@ -3,9 +3,8 @@
 # 4.5-12% fast, and the SM clock explains much of it but not all (hd64 spread-shift ran at 1980 MHz in run 96 and
 # was as slow as its neighbours at 1830-1890 MHz). This traces both head dims' spread-shift at seqlen 16384 and at
 # 8192 (a calibration shape, for comparison), in-order launch, with the costs of COSTS_FILE (default: calibrate
-# first, which takes about 100 s), so that the per-phase costs of the long rows can be read against the fit
-# offline: `dashc calibrate --arch sm90 --from-traces` cannot take these (other shapes than its set), but the traces
-# follow docs/trace-format.md and the measured timelines docs/timeline-format.md.
+# first, which takes about 100 s). Each run's log ends with its phases beside the calibration's (`dashc run
+# --trace` prints them: which phase grows at 16384); the measured timelines (docs/timeline-format.md) come back too.
 # Usage on the device machine, with target/dashc-dev and target/cutlass-wheel carried:
 #   bash bench/scripts/trace-long-run.sh
 # Writes $OUT/trace-long.tgz.part-aa, -ab, ... (15 MiB pieces: a device call returns files of at most 16 MiB; the

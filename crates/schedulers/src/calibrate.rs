@@ -291,66 +291,102 @@ impl Samples {
             .collect()
     }
 
+    /// The statistics of every phase that has samples, none required: what [`Samples::fit`] builds the costs
+    /// from, and what a single trace can be read with against a fit (`dashc run --trace`), where a schedule
+    /// without rank waits, say, has no hand-off to show.
+    pub fn phases(&self) -> Phases {
+        let some = |v: &[f64]| (!v.is_empty()).then(|| stat(v));
+        let compute_full = some(&self.compute_full);
+        let compute_partial = (self.compute_partial.len() >= MIN_PARTIAL).then(|| stat(&self.compute_partial));
+        let latencies: Vec<f64> = self.handoffs().iter().map(|h| h.0).collect();
+        let handoff = some(&latencies);
+        // The writer warps poll the semaphore without pause: there is no early read to miss.
+        let poll = handoff.filter(|_| self.dq_writers == 0).and_then(|handoff| {
+            let h = handoff.trimmed_mean;
+            let polls: Vec<f64> = self
+                .waiters
+                .iter()
+                .filter(|w| w.pred_release + h > w.compute_start && w.pred_release + h <= w.arrival)
+                .map(|w| w.reduce_start - w.arrival)
+                .collect();
+            some(&polls)
+        });
+        let unit_load = some(&self.unit_load);
+        let dispatch_gap = some(&self.dispatch_gap);
+        let (mut first_compute_excess, mut unit_finish) = (None, None);
+        if let Some(full) = compute_full {
+            let compute_of = |partial: bool| match (partial, compute_partial) {
+                (true, Some(p)) => p.trimmed_mean,
+                _ => full.trimmed_mean,
+            };
+            let excess: Vec<f64> = self.first_compute.iter().map(|&(c, partial)| c - compute_of(partial)).collect();
+            first_compute_excess = some(&excess);
+            let unit_start = unit_load.map(|load| {
+                load.trimmed_mean
+                    + dispatch_gap.map_or(0.0, |s| s.trimmed_mean)
+                    + first_compute_excess.map_or(0.0, |s| s.trimmed_mean)
+            });
+            if self.dq_writers > 0 {
+                // The dK/dV epilogue shows at the compute side's end of a unit (a stamp of its own), or else at a
+                // move to another KV tile (epilogue plus the next load, which costs `unit_start`). Without either
+                // it cannot be told apart from the last add, and the model takes 0.
+                let after_last: Vec<f64> =
+                    self.last_compute_to_end.iter().map(|&(c, partial)| (c - compute_of(partial)).max(0.0)).collect();
+                let at_switch: Vec<f64> = match unit_start {
+                    Some(start) => self
+                        .kv_switch
+                        .iter()
+                        .map(|&(c, partial)| (c - compute_of(partial) - start.max(0.0)).max(0.0))
+                        .collect(),
+                    None => Vec::new(),
+                };
+                unit_finish = Some(if !after_last.is_empty() {
+                    stat(&after_last)
+                } else if !at_switch.is_empty() {
+                    stat(&at_switch)
+                } else {
+                    Stat { n: 0, median: 0.0, trimmed_mean: 0.0, p10: 0.0, p90: 0.0 }
+                });
+            }
+        }
+        if self.dq_writers == 0 {
+            unit_finish = some(&self.unit_finish);
+        }
+        Phases {
+            compute_full,
+            compute_partial,
+            reduce: some(&self.reduce),
+            handoff,
+            handoff_split: split(&latencies),
+            poll,
+            first_compute_excess,
+            unit_load,
+            dispatch_gap,
+            unit_finish,
+        }
+    }
+
     /// Fits the cost model. Every cost is a trimmed mean (`TRIM` cut at each end): the makespan is a sum of
     /// phases, so a median would under-count a skewed phase, while the cut drops the rare sample that a
     /// preemption or a clock glitch stretched. Medians and percentiles are reported beside it.
     pub fn fit(&self) -> Result<Fit, CalibrationError> {
-        let need = |v: &[f64], what: &'static str| {
-            if v.is_empty() { Err(CalibrationError::NoSamples { what }) } else { Ok(stat(v)) }
-        };
-        let compute_full = need(&self.compute_full, "full-tile compute")?;
-        let compute_partial = (self.compute_partial.len() >= MIN_PARTIAL).then(|| stat(&self.compute_partial));
-        let reduce = need(&self.reduce, "reduce")?;
-        let latencies: Vec<f64> = self.handoffs().iter().map(|h| h.0).collect();
-        let handoff = need(&latencies, "hand-off (a waiter that arrived before its predecessor's release)")?;
-        let h = handoff.trimmed_mean;
-        let polls: Vec<f64> = self
-            .waiters
-            .iter()
-            .filter(|w| w.pred_release + h > w.compute_start && w.pred_release + h <= w.arrival)
-            .map(|w| w.reduce_start - w.arrival)
-            .collect();
-        // The writer warps poll the semaphore without pause: there is no early read to miss.
-        let poll = (!polls.is_empty() && self.dq_writers == 0).then(|| stat(&polls));
-        let compute_of = |partial: bool| match (partial, compute_partial) {
-            (true, Some(p)) => p.trimmed_mean,
-            _ => compute_full.trimmed_mean,
-        };
-        let excess: Vec<f64> = self.first_compute.iter().map(|&(c, partial)| c - compute_of(partial)).collect();
-        let first_compute_excess = (!excess.is_empty()).then(|| stat(&excess));
-        let unit_load = need(&self.unit_load, "unit start")?;
-        let dispatch_gap = (!self.dispatch_gap.is_empty()).then(|| stat(&self.dispatch_gap));
+        let p = self.phases();
+        let need = |s: Option<Stat>, what: &'static str| s.ok_or(CalibrationError::NoSamples { what });
+        let compute_full = need(p.compute_full, "full-tile compute")?;
+        let reduce = need(p.reduce, "reduce")?;
+        let handoff = need(p.handoff, "hand-off (a waiter that arrived before its predecessor's release)")?;
+        let unit_load = need(p.unit_load, "unit start")?;
+        let unit_finish = need(p.unit_finish, "unit finish")?;
         let unit_start = unit_load.trimmed_mean
-            + dispatch_gap.map_or(0.0, |s| s.trimmed_mean)
-            + first_compute_excess.map_or(0.0, |s| s.trimmed_mean);
-        let unit_finish = if self.dq_writers == 0 {
-            need(&self.unit_finish, "unit finish")?
-        } else {
-            // The dK/dV epilogue shows at the compute side's end of a unit (a stamp of its own), or else at a
-            // move to another KV tile (epilogue plus the next load, which costs `unit_start`). Without either it
-            // cannot be told apart from the last add, and the model takes 0.
-            let after_last: Vec<f64> =
-                self.last_compute_to_end.iter().map(|&(c, partial)| (c - compute_of(partial)).max(0.0)).collect();
-            let at_switch: Vec<f64> = self
-                .kv_switch
-                .iter()
-                .map(|&(c, partial)| (c - compute_of(partial) - unit_start.max(0.0)).max(0.0))
-                .collect();
-            if !after_last.is_empty() {
-                stat(&after_last)
-            } else if !at_switch.is_empty() {
-                stat(&at_switch)
-            } else {
-                Stat { n: 0, median: 0.0, trimmed_mean: 0.0, p10: 0.0, p90: 0.0 }
-            }
-        };
+            + p.dispatch_gap.map_or(0.0, |s| s.trimmed_mean)
+            + p.first_compute_excess.map_or(0.0, |s| s.trimmed_mean);
         let costs = CostModel {
             compute: compute_full.trimmed_mean,
-            compute_partial: compute_partial.map(|s| s.trimmed_mean),
+            compute_partial: p.compute_partial.map(|s| s.trimmed_mean),
             scale_by_fraction: false,
             reduce: reduce.trimmed_mean,
-            handoff: h,
-            poll: poll.map_or(0.0, |s| s.trimmed_mean.max(0.0)),
+            handoff: handoff.trimmed_mean,
+            poll: p.poll.map_or(0.0, |s| s.trimmed_mean.max(0.0)),
             kernel_epilogues: true,
             dq_writers: self.dq_writers,
             dq_deferred: self.dq_deferred,
@@ -362,17 +398,51 @@ impl Samples {
         Ok(Fit {
             costs,
             compute_full,
-            compute_partial,
+            compute_partial: p.compute_partial,
             reduce,
             handoff,
-            handoff_split: split(&latencies),
-            poll,
-            first_compute_excess,
+            handoff_split: p.handoff_split,
+            poll: p.poll,
+            first_compute_excess: p.first_compute_excess,
             unit_load,
-            dispatch_gap,
+            dispatch_gap: p.dispatch_gap,
             unit_finish,
         })
     }
+}
+
+impl Fit {
+    /// The fit's statistics as [`Phases`], to set beside another trace's.
+    pub fn phases(&self) -> Phases {
+        Phases {
+            compute_full: Some(self.compute_full),
+            compute_partial: self.compute_partial,
+            reduce: Some(self.reduce),
+            handoff: Some(self.handoff),
+            handoff_split: self.handoff_split,
+            poll: self.poll,
+            first_compute_excess: self.first_compute_excess,
+            unit_load: Some(self.unit_load),
+            dispatch_gap: self.dispatch_gap,
+            unit_finish: Some(self.unit_finish),
+        }
+    }
+}
+
+/// The statistics of each phase of one or more traces, where they have samples (see [`Samples::phases`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Phases {
+    pub compute_full: Option<Stat>,
+    pub compute_partial: Option<Stat>,
+    pub reduce: Option<Stat>,
+    pub handoff: Option<Stat>,
+    pub handoff_split: Option<HandoffSplit>,
+    pub poll: Option<Stat>,
+    pub first_compute_excess: Option<Stat>,
+    pub unit_load: Option<Stat>,
+    pub dispatch_gap: Option<Stat>,
+    /// Under decoupled writers, present whenever `compute_full` is (0 with no sample to tell it by).
+    pub unit_finish: Option<Stat>,
 }
 
 fn sorted(v: &[f64]) -> Vec<f64> {

@@ -16,6 +16,7 @@ use crate::output::table;
 use crate::sweep::{Plan, mask_name};
 use crate::traced::{run_traced, trace_config};
 use schedulers::calibrate::Samples;
+use schedulers::calibrate::{Phases, Stat};
 
 /// Tool version, date and commit, for the files a GPU run writes.
 pub fn provenance() -> (String, String, String) {
@@ -224,12 +225,33 @@ pub fn run(args: CalibrateArgs) -> Result<()> {
     Ok(())
 }
 
+/// Every phase of a fit or a trace, named as the tables name them, with its statistics where it has samples.
+pub fn named_phases(p: &Phases) -> Vec<(&'static str, Option<Stat>)> {
+    let mut named = vec![
+        ("compute (full tile)", p.compute_full),
+        ("compute (partial tile)", p.compute_partial),
+        ("reduce", p.reduce),
+        ("hand-off", p.handoff),
+    ];
+    if let Some(sp) = &p.handoff_split {
+        named.push(("hand-off, near", Some(sp.near)));
+        named.push(("hand-off, far", Some(sp.far)));
+    }
+    named.extend([
+        ("poll (early read missed)", p.poll),
+        ("unit load (K, V)", p.unit_load),
+        ("first compute, extra", p.first_compute_excess),
+        ("CTA dispatch gap", p.dispatch_gap),
+        ("unit finish", p.unit_finish),
+    ]);
+    named
+}
+
 /// The fitted costs as a table (µs): trimmed mean, with median and 10th-90th percentiles.
 pub fn summary(file: &CostsFile) -> String {
     let mut rows = Vec::new();
     for e in &file.entries {
-        let f = &e.fit;
-        let mut add = |what: &str, s: Option<&schedulers::calibrate::Stat>| {
+        for (what, s) in named_phases(&e.fit.phases()) {
             if let Some(s) = s {
                 rows.push(vec![
                     format!("hd{} {}x{}", e.head_dim, e.block_m, e.block_n),
@@ -240,20 +262,7 @@ pub fn summary(file: &CostsFile) -> String {
                     s.n.to_string(),
                 ]);
             }
-        };
-        add("compute (full tile)", Some(&f.compute_full));
-        add("compute (partial tile)", f.compute_partial.as_ref());
-        add("reduce", Some(&f.reduce));
-        add("hand-off", Some(&f.handoff));
-        if let Some(sp) = &f.handoff_split {
-            add("hand-off, near", Some(&sp.near));
-            add("hand-off, far", Some(&sp.far));
         }
-        add("poll (early read missed)", f.poll.as_ref());
-        add("unit load (K, V)", Some(&f.unit_load));
-        add("first compute, extra", f.first_compute_excess.as_ref());
-        add("CTA dispatch gap", f.dispatch_gap.as_ref());
-        add("unit finish", Some(&f.unit_finish));
     }
     format!(
         "costs calibrated on {} (µs; the model uses the {}%-trimmed mean)\n{}",

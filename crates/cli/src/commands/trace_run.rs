@@ -6,12 +6,16 @@ use crate::gpu::Target;
 use anyhow::Result;
 
 use crate::args::GpuArgs;
+use crate::commands::calibrate::named_phases;
+use crate::costs_file::CostsFile;
 use crate::costs_file::write_atomic;
 use crate::exit::bad_input;
 use crate::measure::Measured;
+use crate::output::table;
 use crate::setup::Setup;
 use crate::trace::{measured_file, measured_schedule};
 use crate::traced::run_traced;
+use schedulers::calibrate::{Phases, Samples};
 
 /// Refuses, before any GPU work, a trace request that cannot be honoured.
 pub fn check_request(setup: &Setup, path: &Path) -> Result<()> {
@@ -67,5 +71,130 @@ pub fn trace(
     {
         println!("prediction (calibrated): {:.1} µs", m.predicted_makespan);
     }
+    // The phases of this one run, beside the calibration's where there is one: where the prediction goes wrong.
+    let mut samples = Samples {
+        dq_writers: target.main_loop.dq_writers(),
+        dq_deferred: target.main_loop.dq_deferred(),
+        ..Samples::default()
+    };
+    match samples.add_run(&schedule, &run.trace.units) {
+        Ok(()) => {
+            let calibration = match &setup.calibrated {
+                Some(c) => {
+                    let file = CostsFile::load(&c.path)?;
+                    let p = &setup.problem;
+                    Some(file.entry(&c.path, p.head_dim(), p.block_m(), p.block_n())?.fit.phases())
+                }
+                None => None,
+            };
+            print!("\n{}", phase_table(&samples.phases(), calibration.as_ref()));
+        }
+        Err(e) => println!("phases of this trace: not fitted ({e})"),
+    }
     Ok(())
+}
+
+/// This trace's phases (µs; trimmed mean, median, samples) and, given one, the calibration's trimmed mean and
+/// the difference.
+fn phase_table(trace: &Phases, calibration: Option<&Phases>) -> String {
+    let calibrated = calibration.map(named_phases);
+    let mut rows = Vec::new();
+    for (what, s) in named_phases(trace) {
+        let fitted = calibrated.as_ref().and_then(|c| c.iter().find(|(w, _)| *w == what).and_then(|(_, s)| *s));
+        if s.is_none() && fitted.is_none() {
+            continue;
+        }
+        let mut row = vec![what.to_string()];
+        match s {
+            Some(s) => row.extend([format!("{:.3}", s.trimmed_mean), format!("{:.3}", s.median), s.n.to_string()]),
+            None => row.extend(["-".to_string(), "-".to_string(), "0".to_string()]),
+        }
+        if calibrated.is_some() {
+            row.push(fitted.map_or("-".to_string(), |f| format!("{:.3}", f.trimmed_mean)));
+            row.push(match (s, fitted) {
+                (Some(s), Some(f)) => format!("{:+.3}", s.trimmed_mean - f.trimmed_mean),
+                _ => "-".to_string(),
+            });
+        }
+        rows.push(row);
+    }
+    let mut headers = vec!["phase (µs)", "this trace", "median", "samples"];
+    if calibrated.is_some() {
+        headers.extend(["calibration", "trace − calibration"]);
+    }
+    format!(
+        "phases of this trace{}:\n{}",
+        if calibrated.is_some() { ", against the calibration" } else { "" },
+        table(&headers, &rows)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use dag_model::{Mask, Problem, ProblemSpec, TileMask};
+    use schedulers::calibrate::simulated_stamps;
+    use schedulers::{CostModel, LaunchPolicy, Machine, ScheduleKind};
+
+    use super::*;
+
+    /// The phases of a simulated trace of shift (hd128, 2 x 3 heads, seqlen 1024, 10 SMs) under `costs`.
+    fn phases_under(costs: &CostModel) -> Phases {
+        let problem = Problem::new(ProblemSpec {
+            batch: 2,
+            heads: 3,
+            kv_heads: 3,
+            seqlen_q: 1024,
+            seqlen_k: 1024,
+            head_dim: 128,
+            block_m: 64,
+            block_n: 128,
+        })
+        .unwrap();
+        let tiles = Arc::new(TileMask::new(&problem, &Mask::Full).unwrap());
+        let machine = Machine { sms: 10, launch: LaunchPolicy::InOrder };
+        let schedule = ScheduleKind::Shift.build(problem, Mask::Full, tiles, machine, costs).unwrap();
+        let mut samples =
+            Samples { dq_writers: costs.dq_writers, dq_deferred: costs.dq_deferred, ..Samples::default() };
+        samples.add_run(&schedule, &simulated_stamps(&schedule, costs).unwrap()).unwrap();
+        samples.phases()
+    }
+
+    fn costs(compute: f64) -> CostModel {
+        CostModel {
+            compute,
+            reduce: 1.5,
+            handoff: 0.5,
+            kernel_epilogues: true,
+            dq_writers: 2,
+            dq_deferred: true,
+            unit_start: 2.0,
+            unit_finish: 1.0,
+            ..CostModel::default()
+        }
+    }
+
+    #[test]
+    fn a_trace_is_read_beside_the_calibration() {
+        // The "trace" computes a full tile in 2.5, the "calibration" in 2.0: the table shows both and the
+        // difference, and the phases they share alike.
+        let table = phase_table(&phases_under(&costs(2.5)), Some(&phases_under(&costs(2.0))));
+        // A row's cells, split on the table's spacing (names hold single spaces).
+        let row = |what: &str| -> Vec<String> {
+            let line =
+                table.lines().find(|l| l.trim_start().starts_with(what)).unwrap_or_else(|| panic!("{what}: {table}"));
+            line[line.find(what).unwrap() + what.len()..].split_whitespace().map(String::from).collect()
+        };
+        // Columns after the name: this trace, median, samples, calibration, difference.
+        let compute = row("compute (full tile)");
+        assert_eq!(compute[0], "2.500", "{table}");
+        assert_eq!(compute[3..], ["2.000", "+0.500"], "{table}");
+        let reduce = row("reduce");
+        assert_eq!(reduce[3..], ["1.500", "+0.000"], "{table}");
+        assert!(table.starts_with("phases of this trace, against the calibration:"), "{table}");
+        // Without a calibration: this trace's columns alone.
+        let alone = phase_table(&phases_under(&costs(2.5)), None);
+        assert!(alone.starts_with("phases of this trace:\n") && !alone.contains("calibration"), "{alone}");
+    }
 }
