@@ -79,14 +79,13 @@ pub fn trace(
     };
     match samples.add_run(&schedule, &run.trace.units) {
         Ok(()) => {
-            let calibration = match &setup.calibrated {
-                Some(c) => {
-                    let file = CostsFile::load(&c.path)?;
-                    let p = &setup.problem;
-                    Some(file.entry(&c.path, p.head_dim(), p.block_m(), p.block_n())?.fit.phases())
-                }
-                None => None,
-            };
+            // The setup read the same file and entry before the GPU work; a failure now costs the table its
+            // calibration column, not the run.
+            let calibration = setup.calibrated.as_ref().and_then(|c| {
+                let file = CostsFile::load(&c.path).ok()?;
+                let p = &setup.problem;
+                Some(file.entry(&c.path, p.head_dim(), p.block_m(), p.block_n()).ok()?.fit.phases())
+            });
             print!("\n{}", phase_table(&samples.phases(), calibration.as_ref()));
         }
         Err(e) => println!("phases of this trace: not fitted ({e})"),
