@@ -420,6 +420,19 @@ fn validate_rounds_alternate_the_order_and_take_the_median() {
         assert!(line.ends_with("| 1755 (100%) |"), "{line}");
     }
     assert!(text.contains("| SM MHz (limited) |"), "{text}");
+    // The choice judged round by round: naive is the fastest in rounds 1 and 3, spt in round 2.
+    let pick = text
+        .lines()
+        .find(|l| l.starts_with("| full hd64 s512 | held out |"))
+        .and_then(|l| l.split('|').nth(4))
+        .map(str::trim)
+        .unwrap_or_else(|| panic!("no choice row in\n{text}"));
+    let per_round = match pick {
+        "naive" => "1 of 1, 0 of 1, 1 of 1",
+        "spt" => "0 of 1, 1 of 1, 0 of 1",
+        other => panic!("pick {other}"),
+    };
+    assert!(text.contains(&format!("within 2% of that round's fastest in {per_round} (rounds in order)")), "{text}");
     // Raw files with and without clocks (those before the harness sampled them have none): the column shows
     // only where there are clocks.
     let raw = |clocks: bool| {
@@ -447,6 +460,7 @@ fn validate_rounds_alternate_the_order_and_take_the_median() {
         let line = line.unwrap_or_else(|| panic!("no naive row in\n{text}"));
         assert_eq!(line.ends_with("| 1605 (25%) |"), clocks, "{line}");
         assert_eq!(text.contains("SM MHz"), clocks, "{text}");
+        assert!(!text.contains("Judged on each round"), "one round: no round-by-round choice\n{text}");
     }
     std::fs::remove_dir_all(&machine).unwrap();
 }
