@@ -41,6 +41,8 @@ pub struct Setup {
 pub struct Calibrated {
     pub gpu: String,
     pub path: std::path::PathBuf,
+    /// The fit behind the costs (this kernel build's entry), for reading a trace against it.
+    pub fit: schedulers::calibrate::Fit,
 }
 
 /// The result for one requested schedule: what the caller kept of its evaluation, or why it was skipped.
@@ -126,8 +128,9 @@ impl Setup {
             }
             // The file's costs replace the defaults; it must hold an entry for this kernel build.
             let file = crate::costs_file::CostsFile::load(path)?;
-            costs = file.entry(path, problem.head_dim(), problem.block_m(), problem.block_n())?.costs;
-            calibrated = Some(Calibrated { gpu: file.gpu.clone(), path: path.clone() });
+            let entry = file.entry(path, problem.head_dim(), problem.block_m(), problem.block_n())?;
+            costs = entry.costs;
+            calibrated = Some(Calibrated { gpu: file.gpu.clone(), path: path.clone(), fit: entry.fit.clone() });
         }
         costs.check()?;
         let launch = crate::args::launch_or_in_order(a.launch);

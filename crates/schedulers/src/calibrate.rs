@@ -321,11 +321,7 @@ impl Samples {
             };
             let excess: Vec<f64> = self.first_compute.iter().map(|&(c, partial)| c - compute_of(partial)).collect();
             first_compute_excess = some(&excess);
-            let unit_start = unit_load.map(|load| {
-                load.trimmed_mean
-                    + dispatch_gap.map_or(0.0, |s| s.trimmed_mean)
-                    + first_compute_excess.map_or(0.0, |s| s.trimmed_mean)
-            });
+            let unit_start = unit_load.map(|load| unit_start(load, dispatch_gap, first_compute_excess));
             if self.dq_writers > 0 {
                 // The dK/dV epilogue shows at the compute side's end of a unit (a stamp of its own), or else at a
                 // move to another KV tile (epilogue plus the next load, which costs `unit_start`). Without either
@@ -377,9 +373,7 @@ impl Samples {
         let handoff = need(p.handoff, "hand-off (a waiter that arrived before its predecessor's release)")?;
         let unit_load = need(p.unit_load, "unit start")?;
         let unit_finish = need(p.unit_finish, "unit finish")?;
-        let unit_start = unit_load.trimmed_mean
-            + p.dispatch_gap.map_or(0.0, |s| s.trimmed_mean)
-            + p.first_compute_excess.map_or(0.0, |s| s.trimmed_mean);
+        let unit_start = unit_start(unit_load, p.dispatch_gap, p.first_compute_excess);
         let costs = CostModel {
             compute: compute_full.trimmed_mean,
             compute_partial: p.compute_partial.map(|s| s.trimmed_mean),
@@ -427,6 +421,13 @@ impl Fit {
             unit_finish: Some(self.unit_finish),
         }
     }
+}
+
+/// The model's `unit_start` from its parts: the K/V load, the CTA dispatch gap and the first compute's excess.
+fn unit_start(load: Stat, dispatch_gap: Option<Stat>, first_compute_excess: Option<Stat>) -> f64 {
+    load.trimmed_mean
+        + dispatch_gap.map_or(0.0, |s| s.trimmed_mean)
+        + first_compute_excess.map_or(0.0, |s| s.trimmed_mean)
 }
 
 /// The statistics of each phase of one or more traces, where they have samples (see [`Samples::phases`]).

@@ -7,7 +7,6 @@ use anyhow::Result;
 
 use crate::args::GpuArgs;
 use crate::commands::calibrate::named_phases;
-use crate::costs_file::CostsFile;
 use crate::costs_file::write_atomic;
 use crate::exit::bad_input;
 use crate::measure::Measured;
@@ -79,13 +78,7 @@ pub fn trace(
     };
     match samples.add_run(&schedule, &run.trace.units) {
         Ok(()) => {
-            // The setup read the same file and entry before the GPU work; a failure now costs the table its
-            // calibration column, not the run.
-            let calibration = setup.calibrated.as_ref().and_then(|c| {
-                let file = CostsFile::load(&c.path).ok()?;
-                let p = &setup.problem;
-                Some(file.entry(&c.path, p.head_dim(), p.block_m(), p.block_n()).ok()?.fit.phases())
-            });
+            let calibration = setup.calibrated.as_ref().map(|c| c.fit.phases());
             print!("\n{}", phase_table(&samples.phases(), calibration.as_ref()));
         }
         Err(e) => println!("phases of this trace: not fitted ({e})"),

@@ -771,9 +771,9 @@ fn report(
             misses += 1;
             close_misses += (margin < 0.01) as usize;
         }
+        let pick_at = rs.iter().position(|r| std::ptr::eq(*r, *pick)).expect("the pick is one of the rows");
         for (k, (within_k, configs_k)) in round_within.iter_mut().enumerate() {
             let times: Option<Vec<f64>> = rs.iter().map(|r| r.measured_rounds[k]).collect();
-            let pick_at = rs.iter().position(|r| std::ptr::eq(*r, *pick)).expect("the pick is one of the rows");
             if let Some(times) = times {
                 let fastest = times.iter().copied().fold(f64::INFINITY, f64::min);
                 *configs_k += 1;
@@ -1016,7 +1016,7 @@ fn report(
 }
 
 /// Rows measured below the calibration's SM clock. The model's costs are times at the clock the calibration
-/// traces ran at; a row whose clock a power limit held lower runs slower than predicted for that reason alone.
+/// traces ran at; a row whose clock a power or thermal limit held lower runs slower than predicted for that reason.
 /// The reference clock is the median over the calibration-set rows of these measurements (the traced shapes),
 /// since the costs file keeps no clock. Scaling a prediction by reference / row clock assumes every cost scales
 /// with the SM clock (memory-bound phases do not quite), so this is a diagnosis of the misses, not a correction
