@@ -87,11 +87,13 @@ pub fn trace(
 }
 
 /// This trace's phases (µs; trimmed mean, median, samples) and, given one, the calibration's trimmed mean and
-/// the difference.
+/// the difference. A phase without samples in the trace shows `-` (the fit's stand-in 0 for the unit finish of
+/// decoupled writers is no measurement).
 fn phase_table(trace: &Phases, calibration: Option<&Phases>) -> String {
     let calibrated = calibration.map(named_phases);
     let mut rows = Vec::new();
     for (what, s) in named_phases(trace) {
+        let s = s.filter(|s| s.n > 0);
         let fitted = calibrated.as_ref().and_then(|c| c.iter().find(|(w, _)| *w == what).and_then(|(_, s)| *s));
         if s.is_none() && fitted.is_none() {
             continue;
@@ -126,7 +128,7 @@ mod tests {
     use std::sync::Arc;
 
     use dag_model::{Mask, Problem, ProblemSpec, TileMask};
-    use schedulers::calibrate::simulated_stamps;
+    use schedulers::calibrate::{Stat, simulated_stamps};
     use schedulers::{CostModel, LaunchPolicy, Machine, ScheduleKind};
 
     use super::*;
@@ -188,5 +190,19 @@ mod tests {
         // Without a calibration: this trace's columns alone.
         let alone = phase_table(&phases_under(&costs(2.5)), None);
         assert!(alone.starts_with("phases of this trace:\n") && !alone.contains("calibration"), "{alone}");
+    }
+
+    #[test]
+    fn a_phase_without_samples_shows_no_value() {
+        // As in long sm90 traces (run 104): no unit's end could be told from its last add, and `phases` gives
+        // the unit finish as 0 from 0 samples.
+        let none = Stat { n: 0, median: 0.0, trimmed_mean: 0.0, p10: 0.0, p90: 0.0 };
+        let trace = Phases { unit_finish: Some(none), ..phases_under(&costs(2.5)) };
+        let table = phase_table(&trace, Some(&phases_under(&costs(2.0))));
+        let line = table.lines().find(|l| l.trim_start().starts_with("unit finish")).expect("a unit finish row");
+        let cells: Vec<&str> =
+            line[line.find("unit finish").unwrap() + "unit finish".len()..].split_whitespace().collect();
+        assert_eq!(cells[..3], ["-", "-", "0"], "{table}");
+        assert_eq!(cells[4], "-", "{table}");
     }
 }
