@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use crate::gpu::Target;
+use crate::gpu::{Clocks, Target};
 use anyhow::Result;
 
 use crate::args::GpuArgs;
@@ -65,6 +65,9 @@ pub fn trace(
             100.0 * (t / p - 1.0)
         );
     }
+    if let Some(line) = clock_line(run.result.clocks.as_ref(), plain.and_then(|m| m.deterministic.clocks.as_ref())) {
+        println!("{line}");
+    }
     if setup.calibrated.is_some()
         && let Some(m) = plain
     {
@@ -84,6 +87,17 @@ pub fn trace(
         Err(e) => println!("phases of this trace: not fitted ({e})"),
     }
     Ok(())
+}
+
+/// The SM clock while the traced run went, beside the plain timing run's: the costs are times at the calibration's
+/// clock, so a trace whose phases all grew by the same share under a lower clock shows the clock, not the kernel.
+fn clock_line(traced: Option<&Clocks>, plain: Option<&Clocks>) -> Option<String> {
+    let describe = |c: &Clocks| format!("{:.0} MHz ({} of {} samples limited)", c.sm_mhz_median, c.limited, c.samples);
+    let traced = traced?;
+    Some(match plain {
+        Some(p) => format!("SM clock: traced run {}, timing run {}", describe(traced), describe(p)),
+        None => format!("SM clock: traced run {}", describe(traced)),
+    })
 }
 
 /// This trace's phases (µs; trimmed mean, median, samples) and, given one, the calibration's trimmed mean and
@@ -190,6 +204,23 @@ mod tests {
         // Without a calibration: this trace's columns alone.
         let alone = phase_table(&phases_under(&costs(2.5)), None);
         assert!(alone.starts_with("phases of this trace:\n") && !alone.contains("calibration"), "{alone}");
+    }
+
+    #[test]
+    fn the_clock_line_names_both_runs_or_none() {
+        let c = |mhz: f64, limited: u32| Clocks { sm_mhz_median: mhz, sm_mhz_min: mhz, samples: 10, limited };
+        assert_eq!(
+            clock_line(Some(&c(1845.0, 5)), Some(&c(1980.0, 0))).as_deref(),
+            Some(
+                "SM clock: traced run 1845 MHz (5 of 10 samples limited), timing run 1980 MHz (0 of 10 samples limited)"
+            )
+        );
+        assert_eq!(
+            clock_line(Some(&c(1905.0, 2)), None).as_deref(),
+            Some("SM clock: traced run 1905 MHz (2 of 10 samples limited)")
+        );
+        // A harness without NVML (or from before the sampler) has no clock: no line.
+        assert_eq!(clock_line(None, Some(&c(1980.0, 0))), None);
     }
 
     #[test]
