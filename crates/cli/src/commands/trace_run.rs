@@ -89,15 +89,18 @@ pub fn trace(
     Ok(())
 }
 
-/// The SM clock while the traced run went, beside the plain timing run's: the costs are times at the calibration's
-/// clock, so a trace whose phases all grew by the same share under a lower clock shows the clock, not the kernel.
+/// The SM clock while the trace build's timed repetitions ran (the stamped run follows them), beside the timing
+/// build's: the costs are times at the calibration's clock, so a trace whose phases all grew by about the clock's
+/// share hints at the clock, not the kernel. A side without samples (no NVML) shows as not recorded.
 fn clock_line(traced: Option<&Clocks>, plain: Option<&Clocks>) -> Option<String> {
-    let describe = |c: &Clocks| format!("{:.0} MHz ({} of {} samples limited)", c.sm_mhz_median, c.limited, c.samples);
-    let traced = traced?;
-    Some(match plain {
-        Some(p) => format!("SM clock: traced run {}, timing run {}", describe(traced), describe(p)),
-        None => format!("SM clock: traced run {}", describe(traced)),
-    })
+    let describe = |c: Option<&Clocks>| match c.filter(|c| c.samples > 0) {
+        Some(c) => format!("{:.0} MHz ({} of {} samples limited)", c.sm_mhz_median, c.limited, c.samples),
+        None => "not recorded".to_string(),
+    };
+    if traced.is_none_or(|c| c.samples == 0) && plain.is_none_or(|c| c.samples == 0) {
+        return None;
+    }
+    Some(format!("SM clock: trace build {}, timing build {}", describe(traced), describe(plain)))
 }
 
 /// This trace's phases (µs; trimmed mean, median, samples) and, given one, the calibration's trimmed mean and
@@ -108,7 +111,10 @@ fn phase_table(trace: &Phases, calibration: Option<&Phases>) -> String {
     let mut rows = Vec::new();
     for (what, s) in named_phases(trace) {
         let s = s.filter(|s| s.n > 0);
-        let fitted = calibrated.as_ref().and_then(|c| c.iter().find(|(w, _)| *w == what).and_then(|(_, s)| *s));
+        let fitted = calibrated
+            .as_ref()
+            .and_then(|c| c.iter().find(|(w, _)| *w == what).and_then(|(_, s)| *s))
+            .filter(|f| f.n > 0);
         if s.is_none() && fitted.is_none() {
             continue;
         }
@@ -212,28 +218,46 @@ mod tests {
         assert_eq!(
             clock_line(Some(&c(1845.0, 5)), Some(&c(1980.0, 0))).as_deref(),
             Some(
-                "SM clock: traced run 1845 MHz (5 of 10 samples limited), timing run 1980 MHz (0 of 10 samples limited)"
+                "SM clock: trace build 1845 MHz (5 of 10 samples limited), timing build 1980 MHz (0 of 10 samples limited)"
             )
         );
         assert_eq!(
             clock_line(Some(&c(1905.0, 2)), None).as_deref(),
-            Some("SM clock: traced run 1905 MHz (2 of 10 samples limited)")
+            Some("SM clock: trace build 1905 MHz (2 of 10 samples limited), timing build not recorded")
         );
-        // A harness without NVML (or from before the sampler) has no clock: no line.
-        assert_eq!(clock_line(None, Some(&c(1980.0, 0))), None);
+        assert_eq!(
+            clock_line(None, Some(&c(1980.0, 0))).as_deref(),
+            Some("SM clock: trace build not recorded, timing build 1980 MHz (0 of 10 samples limited)")
+        );
+        // No samples on either side (no NVML, or a harness from before the sampler): no line.
+        let empty = Clocks { samples: 0, ..c(0.0, 0) };
+        assert_eq!(clock_line(Some(&empty), None), None);
+        assert_eq!(clock_line(None, None), None);
     }
 
     #[test]
     fn a_phase_without_samples_shows_no_value() {
         // As in long sm90 traces (run 104): no unit's end could be told from its last add, and `phases` gives
-        // the unit finish as 0 from 0 samples.
+        // the unit finish as 0 from 0 samples (so does the simulated trace here, with its long units).
         let none = Stat { n: 0, median: 0.0, trimmed_mean: 0.0, p10: 0.0, p90: 0.0 };
-        let trace = Phases { unit_finish: Some(none), ..phases_under(&costs(2.5)) };
-        let table = phase_table(&trace, Some(&phases_under(&costs(2.0))));
-        let line = table.lines().find(|l| l.trim_start().starts_with("unit finish")).expect("a unit finish row");
-        let cells: Vec<&str> =
-            line[line.find("unit finish").unwrap() + "unit finish".len()..].split_whitespace().collect();
-        assert_eq!(cells[..3], ["-", "-", "0"], "{table}");
-        assert_eq!(cells[4], "-", "{table}");
+        let measured = Stat { n: 5, median: 1.0, trimmed_mean: 1.0, p10: 1.0, p90: 1.0 };
+        let with_finish =
+            |compute: f64, finish: Stat| Phases { unit_finish: Some(finish), ..phases_under(&costs(compute)) };
+        // The unit finish row's cells after the name: this trace, median, samples, calibration, difference.
+        let cells = |table: &str| -> Vec<String> {
+            let line = table.lines().find(|l| l.trim_start().starts_with("unit finish")).expect("a unit finish row");
+            line[line.find("unit finish").unwrap() + "unit finish".len()..]
+                .split_whitespace()
+                .map(String::from)
+                .collect()
+        };
+        let table = phase_table(&with_finish(2.5, none), Some(&with_finish(2.0, measured)));
+        assert_eq!(cells(&table), ["-", "-", "0", "1.000", "-"], "{table}");
+        // Likewise the calibration's column for a stand-in without samples.
+        let table = phase_table(&with_finish(2.5, measured), Some(&with_finish(2.0, none)));
+        assert_eq!(cells(&table), ["1.000", "1.000", "5", "-", "-"], "{table}");
+        // Neither side measured: no row.
+        let table = phase_table(&with_finish(2.5, none), Some(&with_finish(2.0, none)));
+        assert!(!table.contains("unit finish"), "{table}");
     }
 }
