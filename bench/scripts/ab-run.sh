@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Device half of a kernel A/B (bench/scripts/ab-prepare.sh made target/ab.tgz here). Carry target/ab.tgz and
+# target/cutlass-wheel. Builds the eight harnesses (new and base, head dim x mask; sm_90a, deterministic), then:
+#   1. FP32 checks (poison, 5-run bitwise repeatability) of every check schedule with the new harnesses;
+#   2. ROUNDS rounds (default 2) of timing, every timing schedule, the arms in rotating order: "new", "base" and,
+#      with NEW_FLAGS set, "flags" (the new harness with those harness options, e.g. an A/B switch inside it).
+#      Each run: --no-check --reps 20 --repeat-runs 2, whole backward and main kernel alone (medians of 20).
+# Prints a summary (whole backward and main kernel, new against base, per row) and packs everything into
+# $OUT/ab.tgz (one JSON line per run, ptxas logs, device.txt, sides.txt). About 100 s of building and checks plus
+# 45 s per round and arm on an H200. Usage: ROUNDS=2 [NEW_FLAGS="..."] bash bench/scripts/ab-run.sh
+set -uo pipefail
+export PATH=/usr/local/cuda/bin:$PATH
+: "${OUT:?OUT must name the folder to write to (the device machine sets it)}"
+[ -f target/ab.tgz ] || { echo "target/ab.tgz is missing: run bench/scripts/ab-prepare.sh here and carry it"; exit 2; }
+I=$(WHEEL=$(ls target/cutlass-wheel/nvidia_cutlass-*.whl) kernels/fetch-cutlass.sh) || exit 2
+W=/tmp/dashc-ab; R=$W/results
+rm -rf $W && mkdir -p $W && tar xzf target/ab.tgz -C $W && mv $W/ab/* $W/ && rmdir $W/ab && mkdir -p $R
+trap 'tar czf $OUT/ab.tgz -C $W results' EXIT
+cp $W/sides.txt $R/
+nvidia-smi --query-gpu=name,uuid,compute_cap,driver_version,clocks.max.sm,power.limit --format=csv,noheader | tee $R/device.txt
+for d in $W/new-* $W/base-*; do
+  (cd $d && nvcc -std=c++17 -O3 -lineinfo --expt-relaxed-constexpr -I"$I" -gencode=arch=compute_90a,code=sm_90a \
+     -Xptxas -v -o harness harness.cu > ptxas.log 2>&1 || echo "BUILD FAILED $d"; cp ptxas.log $R/ptxas-$(basename $d).log) &
+done
+wait
+echo "built at ${SECONDS}s"
+cfg() { basename $1 | cut -d- -f1,2; }  # hd64-full from hd64-full-...
+for f in $W/check/*.txt; do
+  n=$(basename $f .txt)
+  $W/new-$(cfg $f)/harness $f --check --reps 2 > $R/check-$n.json 2> $R/check-$n.err || echo "CHECK FAILED $n"
+done
+python3 - "$R" <<'PY'
+import json, glob, sys
+rows = []
+for f in sorted(glob.glob(sys.argv[1] + "/check-*.json")):
+    try:
+        rows.append(json.load(open(f)))
+    except Exception:
+        rows.append({"status": "no result", "schedule": f.split("/")[-1], "shape": {}, "check": {}})
+bad = [r["schedule"] + " " + str(r["shape"]) for r in rows if r["status"] != "ok"]
+worst = max((r["check"].get(k) or 0) for r in rows for k in ("rel_l2_dq", "rel_l2_dk", "rel_l2_dv"))
+print(f"checks: {len(rows)} results, {len(bad)} not ok {bad[:5]}, worst rel l2 {worst:.2e}")
+PY
+echo "checked at ${SECONDS}s"
+arms=(new base)
+[ -n "${NEW_FLAGS:-}" ] && arms+=(flags)
+for round in $(seq 1 ${ROUNDS:-2}); do
+  i=0
+  for f in $W/time/*.txt; do
+    n=$(basename $f .txt)
+    for k in $(seq 0 $(( ${#arms[@]} - 1 ))); do
+      a=${arms[$(( (i + k + round) % ${#arms[@]} ))]}
+      case $a in
+        new) $W/new-$(cfg $f)/harness $f --no-check --reps 20 --repeat-runs 2 ;;
+        base) $W/base-$(cfg $f)/harness $f --no-check --reps 20 --repeat-runs 2 ;;
+        flags) $W/new-$(cfg $f)/harness $f --no-check --reps 20 --repeat-runs 2 $NEW_FLAGS ;;
+      esac > $R/time-r$round-$n-$a.json 2> $R/time-r$round-$n-$a.err || echo "RUN FAILED $n $a"
+    done
+    i=$((i + 1))
+  done
+  echo "round $round at ${SECONDS}s"
+done
+python3 - "$R" <<'PY'
+import json, glob, sys, collections, statistics
+t = collections.defaultdict(lambda: collections.defaultdict(list))
+for f in glob.glob(sys.argv[1] + "/time-*.json"):
+    rest = f.split("/")[-1][len("time-"):-len(".json")].split("-", 1)[1]
+    row, arm = rest.rsplit("-", 1)
+    try:
+        r = json.load(open(f))
+    except Exception:
+        continue
+    if r["status"] == "ok":
+        t[row][arm].append(r)
+arms = sorted({a for v in t.values() for a in v}, key=["base", "new", "flags"].index)
+print(f"{'row':44s} " + " ".join(f"{a + ' ms':>9s}" for a in arms) + f" {'new/base':>9s} {'main n/b':>9s}")
+for row in sorted(t):
+    tot = {a: statistics.mean(r["time_ms"]["total_median"] for r in v) for a, v in t[row].items()}
+    main = {a: statistics.mean(r["time_ms"]["main_median"] for r in v) for a, v in t[row].items()}
+    cells = " ".join(f"{tot[a]:9.3f}" if a in tot else f"{'-':>9s}" for a in arms)
+    ratio = lambda d: f"{d['new'] / d['base'] - 1:+9.2%}" if "new" in d and "base" in d else f"{'-':>9s}"
+    print(f"{row:44s} {cells} {ratio(tot)} {ratio(main)}")
+PY
