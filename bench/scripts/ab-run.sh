@@ -7,7 +7,7 @@
 #      Each run: --no-check --reps 20 --repeat-runs 2, whole backward and main kernel alone (medians of 20).
 # Prints a summary (whole backward and main kernel, new against base, per row) and packs everything into
 # $OUT/ab.tgz (one JSON line per run, ptxas logs, device.txt, sides.txt). About 100 s of building and checks plus
-# 45 s per round and arm on an H200. Usage: ROUNDS=2 [NEW_FLAGS="..."] bash bench/scripts/ab-run.sh
+# 30 s per round and arm on an H200 (runs 101-103). Usage: ROUNDS=2 [NEW_FLAGS="..."] bash bench/scripts/ab-run.sh
 set -uo pipefail
 export PATH=/usr/local/cuda/bin:$PATH
 : "${OUT:?OUT must name the folder to write to (the device machine sets it)}"
