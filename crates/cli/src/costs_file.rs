@@ -20,6 +20,10 @@ pub struct CostsFile {
     pub schema_version: u32,
     /// The GPU the traces came from, as nvidia-smi names it.
     pub gpu: String,
+    /// The card's UUID, where nvidia-smi gave it (files written before it was recorded, and refits of kept
+    /// traces, have none): `validate` says when its measurements ran on another card of the same kind.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_uuid: Option<String>,
     pub time_unit: String,
     /// Tool version, date and commit of the calibration run.
     pub created_by: String,
@@ -61,6 +65,7 @@ impl CostsFile {
             format: FORMAT.into(),
             schema_version: SCHEMA_VERSION,
             gpu: gpu.into(),
+            gpu_uuid: None,
             time_unit: "us".into(),
             created_by,
             entries,

@@ -42,6 +42,10 @@ pub struct Device {
     /// Compute capability, e.g. "9.0".
     pub compute_cap: String,
     pub driver: String,
+    /// The card's UUID ("GPU-…"), which tells two cards of one kind apart (a calibration carried to another card);
+    /// none where nvidia-smi does not give it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub uuid: Option<String>,
 }
 
 impl Device {
@@ -156,7 +160,7 @@ pub fn find_cutlass() -> Result<PathBuf> {
 /// Probes the first GPU; no driver or no GPU is `Unavailable` (exit code 3).
 pub fn probe_device() -> Result<Device> {
     let out = Command::new("nvidia-smi")
-        .args(["--query-gpu=name,compute_cap,driver_version", "--format=csv,noheader"])
+        .args(["--query-gpu=name,compute_cap,driver_version,uuid", "--format=csv,noheader"])
         .output();
     let unavailable = |why: String| anyhow::Error::new(Unavailable(format!("no NVIDIA GPU available: {why}")));
     let out = out.map_err(|e| unavailable(format!("cannot run nvidia-smi ({e})")))?;
@@ -174,7 +178,12 @@ pub fn probe_device() -> Result<Device> {
     if fields.len() < 3 {
         return Err(unavailable(format!("unexpected nvidia-smi output '{line}'")));
     }
-    Ok(Device { name: fields[0].to_string(), compute_cap: fields[1].to_string(), driver: fields[2].to_string() })
+    Ok(Device {
+        name: fields[0].to_string(),
+        compute_cap: fields[1].to_string(),
+        driver: fields[2].to_string(),
+        uuid: fields.get(3).filter(|u| u.starts_with("GPU-")).map(|u| u.to_string()),
+    })
 }
 
 /// Writes the generated files into `dir` (created if needed).

@@ -214,11 +214,12 @@ pub fn run(args: CalibrateArgs) -> Result<()> {
         });
     }
     let (tool, date, commit) = provenance();
-    let (gpu_name, from) = match &source {
-        Source::Gpu { device, .. } => (device.name.clone(), String::new()),
-        Source::Kept { dir, gpu_name } => (gpu_name.clone(), format!(", from the traces in {}", dir.display())),
+    let (gpu_name, gpu_uuid, from) = match &source {
+        Source::Gpu { device, .. } => (device.name.clone(), device.uuid.clone(), String::new()),
+        Source::Kept { dir, gpu_name } => (gpu_name.clone(), None, format!(", from the traces in {}", dir.display())),
     };
-    let file = CostsFile::new(&gpu_name, format!("{tool}, {date}, commit {commit}{from}"), entries);
+    let mut file = CostsFile::new(&gpu_name, format!("{tool}, {date}, commit {commit}{from}"), entries);
+    file.gpu_uuid = gpu_uuid;
     file.save(&args.out)?;
     println!("{}", summary(&file));
     eprintln!("costs written to {}", args.out.display());

@@ -43,6 +43,9 @@ struct Raw {
     device: String,
     compute_cap: String,
     driver: String,
+    /// The card's UUID where nvidia-smi gave it (older files: none). Merged files: the distinct cards, joined.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    gpu_uuid: Option<String>,
     arch: String,
     /// The launch policy the kernels ran with, which the predictions must use too. Files written before it was
     /// recorded leave it out: see `Raw::launch`.
@@ -344,6 +347,17 @@ fn merge_raws(mut loaded: Vec<(Raw, PathBuf, PathBuf)>) -> Result<(Raw, PathBuf)
         date: joined(|r| &r.date),
         commit: joined(|r| &r.commit),
         driver: joined(|r| &r.driver),
+        // Known only where every file knows its card.
+        gpu_uuid: loaded.iter().all(|(r, _, _)| r.gpu_uuid.is_some()).then(|| {
+            let mut cards: Vec<&str> = Vec::new();
+            for (r, _, _) in &loaded {
+                let card = r.gpu_uuid.as_deref().expect("checked above");
+                if !cards.contains(&card) {
+                    cards.push(card);
+                }
+            }
+            cards.join(" and ")
+        }),
         rounds,
         first_round: loaded[0].0.first_round,
         rows,
@@ -351,6 +365,20 @@ fn merge_raws(mut loaded: Vec<(Raw, PathBuf, PathBuf)>) -> Result<(Raw, PathBuf)
         ..loaded[0].0.clone()
     };
     Ok((merged, dir))
+}
+
+/// A note when the costs were calibrated on another card than the one (or ones, joined by " and ") measured here:
+/// the names matched, or the report would not have been written, so it is another card of the same kind. None
+/// where either side does not know its card, or both are the same card.
+fn card_note(calibrated_on: Option<&str>, measured_on: Option<&str>) -> Option<String> {
+    let (c, m) = (calibrated_on?, measured_on?);
+    (m != c).then(|| {
+        format!(
+            "**Another card.** The costs were calibrated on {c}, these measurements ran on {m}: the same kind of GPU, \
+             another card. The predictions carry the first card's costs over, and the trace overhead below (in-order \
+             measurements only) compares one card's trace builds with another's timing builds."
+        )
+    })
 }
 
 /// The GPU part: every configuration x schedule in its timing build, then the two traced Gantt cases.
@@ -490,6 +518,7 @@ fn measure(args: &ValidateArgs, costs: &CostsFile, costs_path: &Path) -> Result<
         device: device.name.clone(),
         compute_cap: device.compute_cap.clone(),
         driver: device.driver.clone(),
+        gpu_uuid: device.uuid.clone(),
         arch: target.describe(),
         launch: Some(measured_launch(&args.configs)),
         rounds,
@@ -653,6 +682,9 @@ fn report(
         costs.gpu,
         costs.created_by
     );
+    if let Some(note) = card_note(costs.gpu_uuid.as_deref(), raw.gpu_uuid.as_deref()) {
+        let _ = writeln!(doc, "{note}\n");
+    }
     let rounds = if args.from_raw.len() > 1 {
         format!(
             ", the median over {} rounds from {} files merged (`--from-raw` given {} times; `--first-round` sets a \
@@ -1187,6 +1219,18 @@ mod tests {
             "spin_error":{{"code":0,"unit":0,"bh":0,"q_tile":0,"wanted_rank":0,"seen":0}}}}"#
         ))
         .expect("a harness line")
+    }
+
+    #[test]
+    fn a_note_names_another_card_only_when_both_cards_are_known_and_differ() {
+        let note = card_note(Some("GPU-aaa"), Some("GPU-bbb")).expect("another card");
+        assert!(note.contains("calibrated on GPU-aaa, these measurements ran on GPU-bbb"), "{note}");
+        // Merged files from two cards, one of them the calibration's: still not only the calibration's card.
+        assert!(card_note(Some("GPU-aaa"), Some("GPU-aaa and GPU-bbb")).is_some());
+        assert_eq!(card_note(Some("GPU-aaa"), Some("GPU-aaa")), None);
+        // Files from before the UUID was recorded, on either side: nothing to say.
+        assert_eq!(card_note(None, Some("GPU-bbb")), None);
+        assert_eq!(card_note(Some("GPU-aaa"), None), None);
     }
 
     fn clocks(mhz: f64, samples: u32, limited: u32) -> String {

@@ -339,6 +339,47 @@ fn validate_merges_the_rounds_of_several_raw_files() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+#[test]
+fn validate_says_when_the_costs_came_from_another_card() {
+    let dir = scratch("validate-cards");
+    std::fs::create_dir_all(&dir).unwrap();
+    // The fixture's costs with the calibrating card's UUID, as `dashc calibrate` now records it.
+    let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/it/fixtures/costs-h200.json");
+    let mut costs: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(fixture).unwrap()).unwrap();
+    costs["gpu_uuid"] = "GPU-aaa".into();
+    let costs_path = dir.join("costs.json");
+    std::fs::write(&costs_path, costs.to_string()).unwrap();
+    let raw = |first_round: u32, card: Option<&str>| {
+        let mut v = validation_raw(
+            "NVIDIA H200",
+            first_round,
+            1,
+            vec![raw_row("naive", "ok", 2, 2.0, &[]), raw_row("spt", "ok", 2, 1.0, &[])],
+        );
+        if let Some(card) = card {
+            v["gpu_uuid"] = card.into();
+        }
+        let p = dir.join(format!("r{first_round}-{}.json", card.unwrap_or("none")));
+        std::fs::write(&p, v.to_string()).unwrap();
+        p.to_str().unwrap().to_string()
+    };
+    let doc = dir.join("v.md");
+    let report = |files: &[&str]| {
+        let mut args = validate_from_raw_args(files, &doc, &[]);
+        args[2] = costs_path.to_str().unwrap().to_string();
+        let out = Command::new(env!("CARGO_BIN_EXE_dashc")).args(&args).output().expect("dashc runs");
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        std::fs::read_to_string(&doc).unwrap()
+    };
+    // Two rounds on two other cards: both named.
+    let text = report(&[&raw(1, Some("GPU-bbb")), &raw(2, Some("GPU-ccc"))]);
+    assert!(text.contains("calibrated on GPU-aaa, these measurements ran on GPU-bbb and GPU-ccc"), "{text}");
+    // On the calibrating card, or with a file that does not know its card: no note.
+    assert!(!report(&[&raw(1, Some("GPU-aaa"))]).contains("Another card"));
+    assert!(!report(&[&raw(1, Some("GPU-bbb")), &raw(2, None)]).contains("Another card"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// `dashc validate` on the stand-in GPU of `machine`: the fixture's costs, full mask, head dim 64, 512 tokens,
 /// naive and spt, one repetition, the harness counting its runs; `extra` flags and `env` added.
 #[cfg(unix)]
