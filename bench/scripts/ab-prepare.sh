@@ -10,7 +10,7 @@
 #                           one in-order schedule per configuration;
 # packed into target/ab.tgz (about 9 MB; carry it with target/cutlass-wheel). Persistent launch (the sm90 default)
 # unless a name says in-order. Usage: bash bench/scripts/ab-prepare.sh [BASE]
-# (Runs 101-103 used the first form of this pair, bench/results/finalize-ab-2026-11-26-h200/.)
+# (Runs 101-103 used the first form of this pair: bench/results/finalize-ab-2026-11-26-h200/ at commit 8a48641.)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BASE=${1:-HEAD}

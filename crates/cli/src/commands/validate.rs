@@ -331,15 +331,7 @@ fn merge_raws(mut loaded: Vec<(Raw, PathBuf, PathBuf)>) -> Result<(Raw, PathBuf)
         });
     }
     let gantt_at = loaded.iter().position(|(r, _, _)| !r.gantt.is_empty()).unwrap_or(0);
-    let joined = |f: fn(&Raw) -> &String| {
-        let mut v: Vec<&String> = Vec::new();
-        for (r, _, _) in &loaded {
-            if !v.contains(&f(r)) {
-                v.push(f(r));
-            }
-        }
-        v.into_iter().cloned().collect::<Vec<_>>().join(" and ")
-    };
+    let joined = |f: fn(&Raw) -> &String| distinct_joined(loaded.iter().map(|(r, _, _)| f(r).as_str()));
     let (gantt, dir) = (loaded[gantt_at].0.gantt.clone(), loaded[gantt_at].1.clone());
     let merged = Raw {
         command: joined(|r| &r.command),
@@ -348,16 +340,11 @@ fn merge_raws(mut loaded: Vec<(Raw, PathBuf, PathBuf)>) -> Result<(Raw, PathBuf)
         commit: joined(|r| &r.commit),
         driver: joined(|r| &r.driver),
         // Known only where every file knows its card.
-        gpu_uuid: loaded.iter().all(|(r, _, _)| r.gpu_uuid.is_some()).then(|| {
-            let mut cards: Vec<&str> = Vec::new();
-            for (r, _, _) in &loaded {
-                let card = r.gpu_uuid.as_deref().expect("checked above");
-                if !cards.contains(&card) {
-                    cards.push(card);
-                }
-            }
-            cards.join(" and ")
-        }),
+        gpu_uuid: loaded
+            .iter()
+            .map(|(r, _, _)| r.gpu_uuid.as_deref())
+            .collect::<Option<Vec<&str>>>()
+            .map(distinct_joined),
         rounds,
         first_round: loaded[0].0.first_round,
         rows,
@@ -365,6 +352,17 @@ fn merge_raws(mut loaded: Vec<(Raw, PathBuf, PathBuf)>) -> Result<(Raw, PathBuf)
         ..loaded[0].0.clone()
     };
     Ok((merged, dir))
+}
+
+/// The distinct values in their first order, joined by " and " (a merged file's provenance fields).
+fn distinct_joined<'a>(values: impl IntoIterator<Item = &'a str>) -> String {
+    let mut distinct: Vec<&str> = Vec::new();
+    for v in values {
+        if !distinct.contains(&v) {
+            distinct.push(v);
+        }
+    }
+    distinct.join(" and ")
 }
 
 /// A note when the costs were calibrated on another card than the one (or ones, joined by " and ") measured here:
