@@ -630,6 +630,9 @@ struct Sm80MainLoop {
   static constexpr int kSmemBytes = Cfg::kSmemBytes;
   // One CTA per unit: the portable loop runs the in-order launch only.
   static constexpr bool kPersistent = false;
+  // Split columns (kVisitPartialKv) need the sm90 loop's dK/dV partials.
+  static constexpr bool kSplitColumns = false;
+  static constexpr int kDkvPartialFloats = 0;
   // Every partial is added (deterministic or not): the accumulator must be zeroed first.
   static constexpr bool kRankZeroStores = false;
   using Params = BwdParams;

@@ -188,6 +188,14 @@ struct VisitSlot {
   __device__ bool valid() const { return visit >= 0; }
 };
 
+// A split column's FP32 dK/dV partial (BwdParams::dkv_partial): dK then dV, each
+// BLOCK_N x d floats in the consumers' fragment order (float4 chunk c of consumer
+// thread t at float offset (c * 256 + t) * 4), unscaled.
+template <class Cfg>
+__host__ __device__ constexpr int dkv_partial_floats() {
+  return 2 * Cfg::BLOCK_N * Cfg::HEAD_DIM;
+}
+
 template <class Cfg>
 struct SharedStorage {
   alignas(1024) Element k[cosize_v<typename Cfg::SmemLayoutK>];
@@ -858,6 +866,35 @@ __device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
         named_arrive(kBarDqFull + b, 32 + Cfg::kConsumerThreads);
       }
       named_sync(kBarConsumers, Cfg::kConsumerThreads);
+      if (cur.flags & kVisitPartialKv) {
+        // A part of a split column: the products are done with K_j/V_j (the
+        // barrier above), so the tiles go back to the producer at once, and
+        // dK/dV leave as an FP32 partial in fragment order (one 16-byte store
+        // per 4 values, as the dQ staging), summed by the fix-up kernel.
+        if (tid == 0) mbar_arrive(&ss.kv_empty);
+        float4* dst = reinterpret_cast<float4*>(p.dkv_partial + (size_t)p.dkv_slot_of_visit[slot.visit] *
+                                                                    dkv_partial_floats<Cfg>()) +
+                      tid;
+        constexpr int kChunks = decltype(size(acc_dk))::value / 4;
+        CUTE_UNROLL
+        for (int c = 0; c < kChunks; ++c) {
+          dst[c * Cfg::kConsumerThreads] = make_float4(acc_dk(4 * c), acc_dk(4 * c + 1), acc_dk(4 * c + 2), acc_dk(4 * c + 3));
+        }
+        CUTE_UNROLL
+        for (int c = 0; c < kChunks; ++c) {
+          dst[(kChunks + c) * Cfg::kConsumerThreads] =
+              make_float4(acc_dv(4 * c), acc_dv(4 * c + 1), acc_dv(4 * c + 2), acc_dv(4 * c + 3));
+        }
+        clear(acc_dk);
+        clear(acc_dv);
+        if constexpr (Cfg::TRACE) {
+          if ((fresh_thread_index() & 127) == 0 && slot.last_of_unit) {
+            trace_unit_compute_end<Cfg>(p, slot.unit);
+            trace_unit_end<Cfg>(p, slot.unit);
+          }
+        }
+        continue;
+      }
       auto store_dkv = make_tiled_copy_C(typename Cfg::StoreAtomDkv{}, mma_dkv);
       auto thr_store = store_dkv.get_thread_slice(tid);
       {
@@ -955,6 +992,60 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) bwd_main_kernel(const __grid
   }
 }
 
+// dK, dV of the split columns (kVisitPartialKv): sums each split tile's FP32
+// partials in launch order (a fixed order: the result does not depend on which
+// part finished first) and writes the bf16 tiles. One CTA of 256 threads per
+// (split tile, tensor, fragment chunk c): thread t sums float4 chunk c of what
+// consumer thread t held, across the parts, and the dK/dV product's accumulator
+// partition gives each value's row and column. With one CTA per tile (each
+// thread looping over every chunk) the few split tiles of a problem took 4 SMs
+// and up to 100 us (hd64, 33 parts a tile; bench/NOTES.md run 114). The CTAs are
+// the postprocess kernel's first ones (one launch less; launch_postprocess).
+template <class Cfg>
+__host__ __device__ constexpr int dkv_fixup_blocks_per_tile() {
+  return dkv_partial_floats<Cfg>() / (4 * Cfg::kConsumerThreads);
+}
+template <class Cfg>
+__device__ void dkv_fixup_block(const BwdParams& p, int tile_index, int chunk_block) {
+  const SplitKvTile tile = p.split_kv_tiles[tile_index];
+  const int t = threadIdx.x;
+  typename Cfg::MmaDkv mma_dkv;
+  Tensor cDkv = mma_dkv.get_thread_slice(t).partition_C(
+      make_identity_tensor(Shape<typename Cfg::BN, typename Cfg::HD>{}));
+  constexpr int kChunks = decltype(size(cDkv))::value / 4;  // float4 per thread, per tensor
+  static_assert(kChunks * 4 * Cfg::kConsumerThreads * 2 == dkv_partial_floats<Cfg>(), "dK/dV fragment");
+  const int tensor = chunk_block / kChunks, c = chunk_block % kChunks;  // tensor 0: dK, 1: dV
+  const float4* src = reinterpret_cast<const float4*>(p.dkv_partial + (size_t)tile.first_slot * dkv_partial_floats<Cfg>()) +
+                      (size_t)chunk_block * Cfg::kConsumerThreads + t;
+  constexpr int kSlotFloat4s = dkv_partial_floats<Cfg>() / 4;
+  float4 sum = src[0];
+#pragma unroll 4
+  for (int part = 1; part < tile.parts; ++part) {
+    const float4 v = src[(size_t)part * kSlotFloat4s];
+    sum.x += v.x;
+    sum.y += v.y;
+    sum.z += v.z;
+    sum.w += v.w;
+  }
+  const int batch = tile.bh / p.heads, head = tile.bh - batch * p.heads;
+  const size_t row_stride = (size_t)p.heads * Cfg::HEAD_DIM;
+  __nv_bfloat16* out = (tensor == 0 ? p.dk : p.dv) +
+                       ((size_t)batch * p.seqlen_k + (size_t)tile.kv * Cfg::BLOCK_N) * row_stride +
+                       (size_t)head * Cfg::HEAD_DIM;
+  const float scale = tensor == 0 ? p.softmax_scale : 1.0f;
+  const int rows = p.seqlen_k - tile.kv * Cfg::BLOCK_N;
+  const float pair[2][2] = {{sum.x, sum.y}, {sum.z, sum.w}};
+  CUTE_UNROLL
+  for (int k = 0; k < 2; ++k) {
+    // Values 4c + 2k and 4c + 2k + 1 are neighbouring columns of one row.
+    const int row = get<0>(cDkv(4 * c + 2 * k)), col = get<1>(cDkv(4 * c + 2 * k));
+    if (row < rows) {
+      *reinterpret_cast<__nv_bfloat162*>(out + (size_t)row * row_stride + col) =
+          __floats2bfloat162_rn(pair[k][0] * scale, pair[k][1] * scale);
+    }
+  }
+}
+
 // dQ = bf16(dq_accum * softmax_scale) from the main loop's fragment-ordered
 // blocks (dq_block_floats): one CTA of the consumers' 256 threads per
 // (batch * head, q tile). Thread t reads the chunks that consumer thread t
@@ -973,7 +1064,17 @@ __global__ void __launch_bounds__(Cfg::kConsumerThreads) bwd_postprocess_kernel(
   constexpr int kChunks = dq_block_floats<Cfg>() / (4 * Cfg::kConsumerThreads);  // float4 per thread
   __shared__ __align__(16) __nv_bfloat16 tile[Cfg::BLOCK_M * kRowElems];
 
-  const int q_tile = blockIdx.x, bh = blockIdx.y;
+  // The first rows of CTAs sum the split columns' dK/dV (dkv_fixup_block): first,
+  // so that their longer reads start early.
+  constexpr int kPerTile = dkv_fixup_blocks_per_tile<Cfg>();
+  const int fixup_blocks = p.num_split_kv_tiles * kPerTile;
+  const int fixup_rows = (fixup_blocks + gridDim.x - 1) / gridDim.x;
+  if ((int)blockIdx.y < fixup_rows) {
+    const int index = blockIdx.y * gridDim.x + blockIdx.x;
+    if (index < fixup_blocks) dkv_fixup_block<Cfg>(p, index / kPerTile, index % kPerTile);
+    return;
+  }
+  const int q_tile = blockIdx.x, bh = blockIdx.y - fixup_rows;
   const int t = threadIdx.x;
   typename Cfg::MmaDq mma_dq;
   Tensor cDq = mma_dq.get_thread_slice(t).partition_C(
@@ -1056,9 +1157,16 @@ struct MainLoop {
     bwd_main_kernel<Cfg><<<grid, kThreads, kSmemBytes, stream>>>(kp);
   }
 
-  // dQ from the accumulator, in this main loop's layout.
+  // dQ from the accumulator, in this main loop's layout, and dK/dV of the split
+  // columns, if any.
+  static constexpr bool kSplitColumns = true;
+  static constexpr int kDkvPartialFloats = dkv_partial_floats<Cfg>();
   static void launch_postprocess(const BwdParams& p, cudaStream_t stream) {
-    bwd_postprocess_kernel<Cfg><<<dim3(p.m_tiles, p.batch * p.heads), Cfg::kConsumerThreads, 0, stream>>>(p);
+    // Rows of m_tiles CTAs before the (batch * head) ones sum the split columns' dK/dV.
+    const int fixup_blocks = p.num_split_kv_tiles * dkv_fixup_blocks_per_tile<Cfg>();
+    const int fixup_rows = (fixup_blocks + p.m_tiles - 1) / p.m_tiles;
+    bwd_postprocess_kernel<Cfg>
+        <<<dim3(p.m_tiles, p.batch * p.heads + fixup_rows), Cfg::kConsumerThreads, 0, stream>>>(p);
   }
 };
 

@@ -34,6 +34,20 @@ constexpr const char* kVariantName = "${ variant_name }";
 // tile indices to discover where one KV tile's run of visits starts or ends.
 constexpr uint32_t kVisitFirstOfKv = 1u << 0;  // load K_j/V_j, zero dK/dV before this visit
 constexpr uint32_t kVisitLastOfKv = 1u << 1;   // write dK_j/dV_j after this visit
+// With kVisitLastOfKv: this run holds only part of KV tile j's visits (a split
+// column, docs/model.md "Split tail"), so its dK_j/dV_j are an FP32 partial,
+// written to BwdParams::dkv_partial (slot dkv_slot_of_visit[visit]) and summed
+// with the column's other parts, in launch order, after the main loop. sm90 only.
+constexpr uint32_t kVisitPartialKv = 1u << 2;
+
+// A KV tile split between units: its parts' FP32 partials are slots
+// first_slot .. first_slot + parts - 1 of BwdParams::dkv_partial, in launch order.
+struct SplitKvTile {
+  int32_t bh;
+  int32_t kv;
+  int32_t first_slot;
+  int32_t parts;
+};
 
 // One work unit (one CTA), indexed by launch position blockIdx.x.
 struct UnitEntry {
@@ -125,6 +139,15 @@ struct BwdParams {
   // Bounded spinning: a wait that lasts longer than this gives up and reports.
   unsigned long long spin_timeout_ns;
   SpinError* spin_error;
+
+  // Split columns (kVisitPartialKv; null and 0 when there are none): per visit,
+  // the partial slot of a partial run's last visit (-1 elsewhere); the slots,
+  // each 2 x BLOCK_N x head_dim floats (dK then dV, unscaled, in the main loop's
+  // fragment order); and the split tiles, summed by the dK/dV fix-up kernel.
+  const int* dkv_slot_of_visit;
+  float* dkv_partial;
+  const SplitKvTile* split_kv_tiles;
+  int num_split_kv_tiles;
 
   // Per-visit timestamps when TRACE is compiled in (4 x u64 per visit), else null.
   unsigned long long* trace;

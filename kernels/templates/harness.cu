@@ -86,6 +86,12 @@ struct ScheduleFile {
   std::vector<VisitEntry> visits;
   bool kv_uncovered = false;  // some (bh, kv tile) has no visit: its dK/dV must be zeroed
   bool q_uncovered = false;   // some (bh, q tile) has no visit: its dQ accumulator must be zeroed
+  // Split columns (a KV tile's visits in more than one unit): per visit the
+  // partial slot of a partial run's last visit (-1 elsewhere), and the split
+  // tiles with their slots, in launch order (kVisitPartialKv).
+  std::vector<int> dkv_slot_of_visit;
+  std::vector<SplitKvTile> split_tiles;
+  int dkv_slots = 0;
 };
 
 static ScheduleFile read_schedule(const char* path) {
@@ -174,16 +180,45 @@ static ScheduleFile read_schedule(const char* path) {
   for (unsigned char seen : kv_seen) s.kv_uncovered |= !seen;
   for (int count : rank_count) s.q_uncovered |= count == 0;
 
-  // Visit entries with first/last-of-KV flags.
+  // Runs per (bh, kv tile): more than one makes a split column, whose runs each
+  // write an FP32 partial. Slots are numbered tile by tile (in the order of the
+  // tiles' first runs), each tile's parts in launch order.
+  std::vector<int> runs_of_tile((size_t)bh_count * n_tiles, 0);
+  for (const UnitEntry& u : s.units) {
+    for (int t = 0; t < u.num_visits; ++t) {
+      const Raw& r = raw[u.first_visit + t];
+      if (t + 1 == u.num_visits || raw[u.first_visit + t + 1].kv != r.kv) runs_of_tile[(size_t)r.bh * n_tiles + r.kv]++;
+    }
+  }
+  std::vector<int> split_index((size_t)bh_count * n_tiles, -1);  // into s.split_tiles
+  std::vector<int> parts_placed;
+  s.dkv_slot_of_visit.assign(raw.size(), -1);
+
+  // Visit entries with first/last-of-KV (and partial) flags.
   for (const UnitEntry& u : s.units) {
     for (int t = 0; t < u.num_visits; ++t) {
       const Raw& r = raw[u.first_visit + t];
       uint32_t flags = 0;
       if (t == 0 || raw[u.first_visit + t - 1].kv != r.kv) flags |= kVisitFirstOfKv;
-      if (t + 1 == u.num_visits || raw[u.first_visit + t + 1].kv != r.kv) flags |= kVisitLastOfKv;
+      if (t + 1 == u.num_visits || raw[u.first_visit + t + 1].kv != r.kv) {
+        flags |= kVisitLastOfKv;
+        const size_t tile = (size_t)r.bh * n_tiles + r.kv;
+        if (runs_of_tile[tile] > 1) {
+          flags |= kVisitPartialKv;
+          if (split_index[tile] < 0) {
+            split_index[tile] = (int)s.split_tiles.size();
+            s.split_tiles.push_back(SplitKvTile{r.bh, r.kv, s.dkv_slots, runs_of_tile[tile]});
+            parts_placed.push_back(0);
+            s.dkv_slots += runs_of_tile[tile];
+          }
+          const int i = split_index[tile];
+          s.dkv_slot_of_visit[u.first_visit + t] = s.split_tiles[i].first_slot + parts_placed[i]++;
+        }
+      }
       s.visits.push_back(VisitEntry{(uint32_t)r.kv | ((uint32_t)r.q << 16), (uint32_t)r.rank | (flags << 16)});
     }
   }
+  if (s.split_tiles.empty()) s.dkv_slot_of_visit.clear();
   return s;
 }
 
@@ -423,6 +458,8 @@ int main(int argc, char** argv) {
   CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
   if (sf.persistent_ctas > 0 && !MainLoop::kPersistent)
     fail_input("the persistent launch needs the sm90 main loop; this build runs the portable one");
+  if (!sf.split_tiles.empty() && !MainLoop::kSplitColumns)
+    fail_input("split columns (a KV tile's visits in more than one unit) need the sm90 main loop; this build runs the portable one");
   // Every CTA of a persistent grid must be resident at once (one per SM), or a
   // CTA could wait for a rank owed by one that never starts.
   if (sf.persistent_ctas > prop.multiProcessorCount)
@@ -444,6 +481,18 @@ int main(int argc, char** argv) {
   UnitEntry* d_units = device_alloc<UnitEntry>(sf.units.size());
   VisitEntry* d_visits = device_alloc<VisitEntry>(sf.visits.size());
   SpinError* d_err = device_alloc<SpinError>(1);
+  int* d_dkv_slot_of_visit = nullptr;
+  float* d_dkv_partial = nullptr;
+  SplitKvTile* d_split_tiles = nullptr;
+  if (!sf.split_tiles.empty()) {
+    d_dkv_slot_of_visit = device_alloc<int>(sf.dkv_slot_of_visit.size());
+    d_dkv_partial = device_alloc<float>((size_t)sf.dkv_slots * MainLoop::kDkvPartialFloats);
+    d_split_tiles = device_alloc<SplitKvTile>(sf.split_tiles.size());
+    CHECK_CUDA(cudaMemcpy(d_dkv_slot_of_visit, sf.dkv_slot_of_visit.data(), sf.dkv_slot_of_visit.size() * sizeof(int),
+                          cudaMemcpyHostToDevice));
+    CHECK_CUDA(cudaMemcpy(d_split_tiles, sf.split_tiles.data(), sf.split_tiles.size() * sizeof(SplitKvTile),
+                          cudaMemcpyHostToDevice));
+  }
   CHECK_CUDA(cudaMemcpy(d_units, sf.units.data(), sf.units.size() * sizeof(UnitEntry), cudaMemcpyHostToDevice));
   CHECK_CUDA(cudaMemcpy(d_visits, sf.visits.data(), sf.visits.size() * sizeof(VisitEntry), cudaMemcpyHostToDevice));
   CHECK_CUDA(cudaMemset(d_err, 0, sizeof(SpinError)));
@@ -508,6 +557,10 @@ int main(int argc, char** argv) {
   p.spin_timeout_ns = (unsigned long long)(args.spin_timeout_ms * 1e6);
   p.spin_error = d_err;
   p.trace = d_trace;
+  p.dkv_slot_of_visit = d_dkv_slot_of_visit;
+  p.dkv_partial = d_dkv_partial;
+  p.split_kv_tiles = d_split_tiles;
+  p.num_split_kv_tiles = (int)sf.split_tiles.size();
 
   CHECK_CUDA(cudaFuncSetAttribute(MainLoop::kernel(), cudaFuncAttributeMaxDynamicSharedMemorySize, MainLoop::kSmemBytes));
   cudaFuncAttributes main_attr;
