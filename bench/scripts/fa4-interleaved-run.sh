@@ -6,7 +6,7 @@
 # how much, for FA4 and dashc alike. dashc's round N is `bench --first-round N`: even rounds run its configurations,
 # schedules and builds in reverse (runs 87-89 predate this and ran dashc in the usual order every round).
 # Environment: SEQLENS (default 8192,16384), MASKS (dashc's masks, default full,causal; FA4 always times both),
-# SCHEDULES, REPS, ROUNDS, FIRST_ROUND (the number of the first round, so that a later call on the same machine
+# SCHEDULES, BENCH_FLAGS (more `dashc bench` flags, e.g. --split-tail), REPS, ROUNDS, FIRST_ROUND (the number of the first round, so that a later call on the same machine
 # continues the numbering), FA4=0 (dashc only), LAST_ROUND_BEFORE (no round starts after this many seconds).
 # The FA4 wheels travel as in bench/scripts/fa4-bench-run.sh: first `PART=park bash bench/scripts/fa4-bench-run.sh`
 # carrying target/fa4A, then this script, on the still warm machine, carrying target/fa4B, target/dashc-dev and
@@ -33,7 +33,7 @@ dashc() {
   echo "round $1 dashc start ${SECONDS}s" >> $R/events.txt
   $D bench --arch sm90 --work-dir $W --reps ${REPS:-20} --seqlens ${SEQLENS:-8192,16384} --masks ${MASKS:-full,causal} --no-check \
     --schedules ${SCHEDULES:-naive,shift,spread-shift,symmetric-shift,spread-symmetric-shift} --out $R/dashc-round$1 \
-    --first-round $1 > $R/dashc-round$1/bench.log 2>&1
+    --first-round $1 ${BENCH_FLAGS:-} > $R/dashc-round$1/bench.log 2>&1
 }
 first=${FIRST_ROUND:-1}
 for round in $(seq $first $((first + ${ROUNDS:-3} - 1))); do

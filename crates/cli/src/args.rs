@@ -157,6 +157,11 @@ pub struct ShapeArgs {
     /// Evaluate the schedule in FILE (docs/schedule-file.md) instead; it must be for this shape, mask and machine
     #[arg(long, value_name = "FILE", conflicts_with = "schedule")]
     pub schedule_file: Option<PathBuf>,
+    /// Also evaluate each built-in schedule with its last, partial pass split over all SMs (name +split;
+    /// docs/model.md "Split tail"): its columns' dK/dV partials are summed after the main loop (sm90 only;
+    /// codegen renders the split version)
+    #[arg(long)]
+    pub split_tail: bool,
     #[command(flatten)]
     pub search: SearchBudgetArgs,
 
@@ -353,6 +358,10 @@ pub struct ConfigsArgs {
     /// `builtins` or `any` (docs/search.md) [default: builtins]
     #[arg(long, value_name = "N|builtins|any")]
     pub max_heads_in_flight: Option<String>,
+    /// Also run each built-in schedule with its last, partial pass split over all SMs (name +split;
+    /// docs/model.md "Split tail")
+    #[arg(long)]
+    pub split_tail: bool,
     #[command(flatten)]
     pub costs: CostArgs,
 }

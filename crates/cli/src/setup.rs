@@ -8,7 +8,7 @@ use std::sync::Arc;
 use anyhow::{Context, Result};
 use dag_model::{Mask, Problem, ProblemSpec, TileMask, default_blocks};
 use rayon::prelude::*;
-use schedulers::{CostModel, Evaluation, Machine, ScheduleKind, evaluate};
+use schedulers::{CostModel, Evaluation, Machine, SPLIT_SUFFIX, ScheduleKind, evaluate, split_tail};
 use serde::Deserialize;
 
 use crate::args::{MaskArg, ShapeArgs};
@@ -34,6 +34,8 @@ pub struct Setup {
     pub schedule_file: Option<LoadedSchedule>,
     /// `--costs FILE`: the costs are calibrated (µs) on this GPU; `None` for the uncalibrated defaults.
     pub calibrated: Option<Calibrated>,
+    /// `--split-tail`: each built-in is followed by its split-tail version (where that changes anything).
+    pub split_tail: bool,
 }
 
 /// Where calibrated costs came from.
@@ -148,6 +150,7 @@ impl Setup {
             search,
             schedule_file: None,
             calibrated,
+            split_tail: a.split_tail,
         };
         setup.schedule_file = a.schedule_file.as_deref().map(|path| LoadedSchedule::read(path, &setup)).transpose()?;
         Ok(setup)
@@ -166,23 +169,35 @@ impl Setup {
         record_timeline: bool,
         keep: impl Fn(Evaluation) -> T + Sync,
     ) -> Result<Vec<Outcome<T>>> {
-        let mut outcomes = self
+        let mut outcomes: Vec<Outcome<T>> = self
             .schedules
             .par_iter()
             .map(|&kind| {
                 if let Err(reason) = kind.check_applicable(&self.problem, &self.mask) {
                     if self.all {
-                        return Ok(Outcome::Skipped { schedule: kind.name(), reason: reason.to_string() });
+                        return Ok(vec![Outcome::Skipped { schedule: kind.name(), reason: reason.to_string() }]);
                     }
                     return Err(reason.into());
                 }
                 let schedule = kind
                     .build(self.problem, self.mask.clone(), self.tile_mask.clone(), self.machine, &self.costs)
                     .with_context(|| format!("schedule {}", kind.name()))?;
-                let eval = evaluate(schedule, &self.costs, record_timeline)?;
-                Ok(Outcome::Done(keep(eval)))
+                let split = if self.split_tail {
+                    split_tail(&schedule, &self.costs)
+                        .with_context(|| format!("schedule {}{SPLIT_SUFFIX}", kind.name()))?
+                } else {
+                    None
+                };
+                let mut done = vec![Outcome::Done(keep(evaluate(schedule, &self.costs, record_timeline)?))];
+                if let Some(split) = split {
+                    done.push(Outcome::Done(keep(evaluate(split, &self.costs, record_timeline)?)));
+                }
+                Ok(done)
             })
-            .collect::<Result<Vec<_>>>()?;
+            .collect::<Result<Vec<_>>>()?
+            .into_iter()
+            .flatten()
+            .collect();
         // A loaded file, then the search: after the built-ins, whatever order --schedule named them in.
         outcomes.extend(crate::searching::evaluate_extra(self, record_timeline, &keep)?);
         Ok(outcomes)

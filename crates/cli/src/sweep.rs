@@ -126,6 +126,7 @@ impl Plan {
         base.costs = a.costs.clone();
         base.schedule = schedules;
         base.search.max_heads_in_flight = a.max_heads_in_flight.clone();
+        base.split_tail = a.split_tail;
         let plan = Plan { configs, tokens: a.tokens, hidden: a.hidden, base };
         // Resolve the first configuration now, so that bad names and costs fail before any work starts.
         plan.setup(&plan.configs[0])?;

@@ -22,6 +22,11 @@ pub enum CodegenError {
     #[error("the persistent launch runs on the sm90 main loop only (the portable one launches a CTA per unit)")]
     PersistentNeedsSm90,
     #[error(
+        "the schedule splits {columns} kv columns between units; their dK/dV partials are summed by the sm90 main \
+         loop's fix-up kernel only (use --arch sm90, or leave out --split-tail)"
+    )]
+    SplitColumnsNeedSm90 { columns: usize },
+    #[error(
         "the sm90 main loop needs the CUTLASS/CuTe headers: set CUTLASS_INCLUDE to a folder holding cute/ and \
          cutlass/, or run kernels/fetch-cutlass.sh"
     )]

@@ -145,6 +145,10 @@ pub fn generate(
     if matches!(data.launch, DataLaunch::Persistent { .. }) && config.main_loop != MainLoop::Sm90 {
         return Err(CodegenError::PersistentNeedsSm90);
     }
+    let split = schedule.order().split_columns(p);
+    if split > 0 && config.main_loop != MainLoop::Sm90 {
+        return Err(CodegenError::SplitColumnsNeedSm90 { columns: split });
+    }
     // The sources depend on the configuration only (the schedule is data the program reads), so their header
     // names the configuration and not the schedule: every schedule of a configuration shares one build.
     let mut files = render_sources(config, templates, &Provenance::default())?;

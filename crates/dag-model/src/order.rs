@@ -78,7 +78,7 @@ pub enum OrderDefect {
     #[error("tile (bh {bh}, q {q}, kv {kv}) is never visited")]
     NotVisited { bh: u32, q: u32, kv: u32 },
     #[error(
-        "kv tile (bh {bh}, kv {kv}) is split between units {first} and {second}; one unit must own a whole kv tile"
+        "kv tile (bh {bh}, kv {kv}) is split between units {first} and {second}; with grouped-query attention one unit must own a whole kv tile"
     )]
     SplitColumn { bh: u32, kv: u32, first: usize, second: usize },
     #[error("unit {unit} leaves kv tile {kv} and comes back to it; a unit must finish one kv tile before the next")]
@@ -98,14 +98,27 @@ pub enum OrderDefect {
 }
 
 impl Order {
+    /// Number of (batch, head, KV tile) columns whose visits are split between more than one unit (their
+    /// dK/dV partials are summed after the main loop; `--split-tail`).
+    pub fn split_columns(&self, problem: &Problem) -> usize {
+        let n = problem.n_tiles() as usize;
+        let mut runs = vec![0u32; problem.bh_count() as usize * n];
+        for unit in &self.units {
+            for kv in unit.kv_runs() {
+                runs[unit.bh as usize * n + kv as usize] += 1;
+            }
+        }
+        runs.iter().filter(|&&r| r > 1).count()
+    }
+
     /// Number of tasks (visits) over all units.
     pub fn tasks(&self) -> u64 {
         self.units.iter().map(|u| u.visits.len() as u64).sum()
     }
 
     /// Checks that the order covers every active tile of every (batch, head) exactly once, that each unit's
-    /// KV tiles form contiguous runs and each KV tile belongs to one unit, and that every dQ (and dK/dV) tile's
-    /// ranks are a permutation of its contributors.
+    /// KV tiles form contiguous runs (and, with GQA, each KV tile belongs to one unit), and that every dQ (and
+    /// dK/dV) tile's ranks are a permutation of its contributors.
     pub fn check(&self, problem: &Problem, mask: &TileMask) -> Result<(), OrderDefect> {
         let (m, n) = (problem.m_tiles(), problem.n_tiles());
         let bh_count = problem.bh_count();
@@ -155,8 +168,11 @@ impl Order {
                         return Err(OrderDefect::SplitKvRun { unit: ui, kv });
                     }
                 }
+                // Without GQA a KV tile may be split between units (its parts' dK/dV partials are summed after
+                // the main loop, in launch order); with GQA its dK/dV adds are chained per query head, one run
+                // each, so a column must stay whole.
                 let owner = &mut kv_owner[(unit.bh * n + kv) as usize];
-                if *owner != u32::MAX && *owner != ui as u32 {
+                if problem.group() > 1 && *owner != u32::MAX && *owner != ui as u32 {
                     return Err(OrderDefect::SplitColumn { bh: unit.bh, kv, first: *owner as usize, second: ui });
                 }
                 *owner = ui as u32;
@@ -194,7 +210,8 @@ impl Order {
         let n = problem.n_tiles() as usize;
         let groups = (problem.batch() * problem.kv_heads()) as usize;
         let group = problem.group();
-        let mut seen = vec![false; groups * n * group as usize];
+        // Which (batch, head) + 1 holds each dK/dV rank: the parts of a split column share their head's rank.
+        let mut holder = vec![0u32; groups * n * group as usize];
         for (ui, unit) in self.units.iter().enumerate() {
             let runs: Vec<u32> = unit.kv_runs().collect();
             if runs.len() != unit.dkv_ranks.len() {
@@ -203,7 +220,7 @@ impl Order {
             let g = problem.kv_group_of(unit.bh);
             for (&kv, &rank) in runs.iter().zip(&unit.dkv_ranks) {
                 let slot = (g as usize * n + kv as usize) * group as usize + rank as usize;
-                if rank >= group || std::mem::replace(&mut seen[slot], true) {
+                if rank >= group || ![0, unit.bh + 1].contains(&std::mem::replace(&mut holder[slot], unit.bh + 1)) {
                     return Err(OrderDefect::BadDkvRank { group: g, kv, rank, contributors: group, unit: ui });
                 }
             }

@@ -20,6 +20,7 @@ mod machine;
 mod schedule;
 mod search;
 mod simulate;
+mod split;
 
 pub use bounds::{Bounds, decoupled_critical_path};
 pub use builtin::ScheduleKind;
@@ -37,5 +38,6 @@ pub use search::{
     SeedResult, search,
 };
 pub use simulate::{Segment, SegmentKind, Simulation, SmStats, simulate};
+pub use split::{SPLIT_SUFFIX, split_tail};
 
 pub use dag_model::{Mask, Order, Problem, ProblemSpec, TileMask, Unit, Visit};

@@ -86,6 +86,9 @@ impl Schedule {
     pub fn tile_mask(&self) -> &TileMask {
         &self.tile_mask
     }
+    pub(crate) fn shared_tile_mask(&self) -> Arc<TileMask> {
+        self.tile_mask.clone()
+    }
     pub fn machine(&self) -> Machine {
         self.machine
     }

@@ -69,6 +69,7 @@ fn jobs(args: &CalibrateArgs) -> Result<Vec<(crate::sweep::Config, schedulers::S
         sms: args.sms,
         launch: Some(LaunchArg::InOrder),
         max_heads_in_flight: None,
+        split_tail: false,
         costs: base.costs,
     };
     let plan = Plan::from_args(&configs_args)?;

@@ -272,7 +272,7 @@ pub fn run(args: SearchArgs) -> Result<()> {
     println!();
     let pb = &result.problem_bounds;
     println!(
-        "bound, any schedule: {} = max(work / P {}, longest column {}, column packing {}, reduction chain {})",
+        "bound, any whole-column schedule: {} = max(work / P {}, longest column {}, column packing {}, reduction chain {})",
         num(bound_any),
         num(pb.work),
         num(pb.longest_column),

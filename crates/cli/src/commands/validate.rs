@@ -162,7 +162,16 @@ fn shape_for(
     shape.heads = heads;
     shape.seqlen = seqlen;
     shape.batch = batch;
-    shape.schedule = schedules.to_string();
+    // A split-tail row (name +split) is its built-in evaluated with --split-tail.
+    let mut names: Vec<&str> = Vec::new();
+    for name in schedules.split(',') {
+        let base = name.strip_suffix(schedulers::SPLIT_SUFFIX).unwrap_or(name);
+        shape.split_tail |= base != name;
+        if !names.contains(&base) {
+            names.push(base);
+        }
+    }
+    shape.schedule = names.join(",");
     shape.sms = machine.sms;
     shape.launch = Some(machine.launch.into());
     Ok(shape)

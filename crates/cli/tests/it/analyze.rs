@@ -94,3 +94,21 @@ fn output_is_identical_whatever_the_thread_count() {
     };
     assert_eq!(run("1"), run("2"));
 }
+
+#[test]
+fn split_tail_adds_each_built_in_with_its_last_pass_spread() {
+    // 32 heads x 128 kv tiles = 4096 units on 132 SMs: 4 units in the last pass.
+    let args = ["simulate", "--seqlen", "16384", "--heads", "32", "--head-dim", "64", "--mask", "full"];
+    let out = dashc(
+        &[&args[..], &["--launch", "persistent", "--schedule", "shift,naive", "--split-tail", "--json"]].concat(),
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let doc: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let results = doc["results"].as_array().unwrap();
+    let names: Vec<&str> = results.iter().map(|r| r["schedule"].as_str().unwrap()).collect();
+    assert_eq!(names, ["shift", "shift+split", "naive", "naive+split"]);
+    let makespan = |i: usize| results[i]["makespan"].as_f64().unwrap();
+    // shift: 32 columns on the busiest SM against 4964.8 tile units of work per SM (3.1%); split, close to it.
+    assert!(makespan(1) < makespan(0) * 0.98, "{} against {}", makespan(1), makespan(0));
+    assert_eq!(results[1]["tasks"], results[0]["tasks"]);
+}

@@ -111,6 +111,49 @@ fn codegen_sm90_needs_the_cutlass_headers_and_names_them_in_the_build() {
     std::fs::remove_dir_all(&cutlass).unwrap();
 }
 
+#[test]
+fn codegen_renders_the_split_tail_for_the_sm90_loop_only() {
+    let dir = scratch("codegen-split");
+    let d = dir.to_str().unwrap();
+    // 2 x 3 heads x 8 kv tiles = 48 units on 132 SMs: one partial pass, every unit split.
+    let shape = ["--seqlen", "1000", "--batch", "2", "--heads", "3", "--mask", "causal", "--schedule", "descending"];
+    let mut sm80 = vec!["codegen"];
+    sm80.extend(shape);
+    sm80.extend(["--split-tail", "--arch", "sm80", "-o", d]);
+    fails_with(&sm80, 2, "their dK/dV partials are summed by the sm90 main loop's fix-up kernel only");
+
+    let cutlass = fake_cutlass("cutlass-split");
+    let out = Command::new(env!("CARGO_BIN_EXE_dashc"))
+        .arg("codegen")
+        .args(shape)
+        .args(["--split-tail", "--arch", "sm90", "-o", d])
+        .env("CUTLASS_INCLUDE", &cutlass)
+        .output()
+        .expect("dashc runs");
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("for descending+split"), "{}", stdout(&out));
+    let data = std::fs::read_to_string(dir.join("schedule.txt")).unwrap();
+    assert!(data.contains("\nname descending+split\n"), "{data}");
+    // More units than the 48 columns, each column's visits all there once.
+    let units = data.lines().filter(|l| l.starts_with("u ")).count();
+    assert!(units > 48, "{units} units");
+    let mut runs = std::collections::HashMap::new();
+    let mut bh = 0;
+    let mut last_kv = None;
+    for line in data.lines() {
+        let f: Vec<u32> = line.split_whitespace().filter_map(|w| w.parse().ok()).collect();
+        if line.starts_with("u ") {
+            (bh, last_kv) = (f[0], None);
+        } else if f.len() == 3 && !line.starts_with("counts") && last_kv != Some(f[0]) {
+            *runs.entry((bh, f[0])).or_insert(0) += 1;
+            last_kv = Some(f[0]);
+        }
+    }
+    assert!(runs.values().any(|&r| r > 1), "no column is split");
+    std::fs::remove_dir_all(&dir).unwrap();
+    std::fs::remove_dir_all(&cutlass).unwrap();
+}
+
 /// The line of a bench table that holds `schedule`.
 #[cfg(unix)]
 fn row_of(table: &str, schedule: &str) -> String {

@@ -1,5 +1,6 @@
-//! Lower bounds that hold for every schedule of a problem, whatever its unit composition, visit orders and
-//! ranks. `Bounds` (the schedule's own work / P, longest unit and critical path) bounds one schedule; these
+//! Lower bounds that hold for every whole-column schedule of a problem (each KV column in one unit, as the
+//! search's plans and the built-ins keep them), whatever its unit composition, visit orders and ranks. A
+//! schedule with split columns (`split_tail`) can go below the longest-column and column-packing bounds. `Bounds` (the schedule's own work / P, longest unit and critical path) bounds one schedule; these
 //! bound the optimum, so the gap to them certifies how far a searched schedule can still be from the best.
 
 use dag_model::{Problem, TileMask, Weights};
@@ -8,7 +9,7 @@ use serde::Serialize;
 use super::plan::Tables;
 use crate::{CostModel, LaunchPolicy, Machine};
 
-/// Lower bounds on the makespan of any schedule of a problem on a machine, under a cost model.
+/// Lower bounds on the makespan of any whole-column schedule of a problem on a machine, under a cost model.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct ProblemBounds {
     /// All tasks' work plus the overheads of the fewest possible units (one per (batch, head), since a unit

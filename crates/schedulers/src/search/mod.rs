@@ -175,6 +175,11 @@ pub enum SearchError {
     #[error("a seed schedule named {name} is for another problem, mask or machine")]
     ForeignSeed { name: String },
     #[error(
+        "the seed schedule {name} splits kv columns between units; the search works on whole columns (give it \
+         the schedule before --split-tail)"
+    )]
+    SplitSeed { name: String },
+    #[error(
         "no starting schedule keeps within {limit} heads in flight (the fewest: {fewest}, {name}); \
          allow at least {fewest}"
     )]
@@ -211,6 +216,10 @@ pub fn search(
     for s in &config.seeds {
         if *s.problem() != problem || *s.mask() != mask || s.machine() != machine {
             return Err(SearchError::ForeignSeed { name: s.name().to_string() });
+        }
+        // The search's plans walk whole columns (`plan::Walk` covers a column's active tiles).
+        if s.order().split_columns(&problem) > 0 {
+            return Err(SearchError::SplitSeed { name: s.name().to_string() });
         }
     }
     if config.heads_in_flight == HeadsLimit::AtMost(0) {

@@ -76,7 +76,20 @@ fn structural_defects_are_named() {
         Unit { bh: 0, visits: vec![visit(1, 0, 1), visit(1, 1, 1)], dkv_ranks: vec![0] },
         Unit { bh: 0, visits: vec![visit(0, 1, 0)], dkv_ranks: vec![0] },
     ];
-    assert!(matches!(two_by_two(split, 2), Err(ScheduleError::Defect(OrderDefect::SplitColumn { kv: 0, .. }))));
+    // Without GQA a column may be split (its dK/dV partials are summed after the main loop); with GQA it may
+    // not, since its dK/dV adds are chained per query head.
+    let accepted = two_by_two(split.clone(), 2).expect("a split column without GQA is valid");
+    assert_eq!(accepted.order().split_columns(accepted.problem()), 1);
+    let gqa = problem(1, 2, 1, 128, 128, 64, 64);
+    let tm = Arc::new(TileMask::new(&gqa, &Mask::Full).unwrap());
+    let mut units = split;
+    units.extend([
+        Unit { bh: 1, visits: vec![visit(0, 0, 1), visit(0, 1, 1)], dkv_ranks: vec![1] },
+        Unit { bh: 1, visits: vec![visit(1, 0, 0), visit(1, 1, 0)], dkv_ranks: vec![1] },
+    ]);
+    let machine = Machine { sms: 4, launch: LaunchPolicy::InOrder };
+    let err = Schedule::validate("hand-made", gqa, Mask::Full, tm, machine, &CostModel::default(), Order { units });
+    assert!(matches!(err, Err(ScheduleError::Defect(OrderDefect::SplitColumn { kv: 0, .. }))), "{err:?}");
     let zero_sms = two_by_two(vec![], 0);
     assert!(matches!(zero_sms, Err(ScheduleError::NoSms)));
 }

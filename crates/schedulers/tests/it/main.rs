@@ -6,3 +6,4 @@ mod common;
 mod errors;
 mod properties;
 mod search;
+mod split;

@@ -1,0 +1,127 @@
+//! `split_tail`: the last, partial pass of a schedule spread over all SMs.
+
+use std::sync::Arc;
+
+use dag_model::{Mask, Problem, ProblemSpec, TileMask};
+use schedulers::{CostModel, LaunchPolicy, Machine, Schedule, ScheduleKind, evaluate, split_tail};
+
+/// Head dim 64 at 128 x 128 tiles: `heads` heads of `seqlen` tokens.
+fn shape(heads: u32, seqlen: u32) -> Problem {
+    Problem::new(ProblemSpec {
+        batch: 1,
+        heads,
+        kv_heads: heads,
+        seqlen_q: seqlen,
+        seqlen_k: seqlen,
+        head_dim: 64,
+        block_m: 128,
+        block_n: 128,
+    })
+    .unwrap()
+}
+
+/// Costs shaped like the sm90 loop's: decoupled deferred writers, unit overheads, a hand-off.
+fn costs() -> CostModel {
+    CostModel {
+        reduce: 0.6,
+        handoff: 0.3,
+        dq_writers: 2,
+        dq_deferred: true,
+        kernel_epilogues: true,
+        unit_start: 0.7,
+        unit_finish: 0.6,
+        ..CostModel::default()
+    }
+}
+
+fn built(kind: ScheduleKind, p: Problem, mask: Mask, sms: u32, launch: LaunchPolicy) -> Schedule {
+    let tm = Arc::new(TileMask::new(&p, &mask).unwrap());
+    kind.build(p, mask, tm, Machine { sms, launch }, &costs()).unwrap()
+}
+
+#[test]
+fn the_last_pass_is_spread_over_every_sm_and_the_makespan_drops() {
+    // 3 heads x 8 columns = 24 units on 10 SMs: two full passes and 4 units in the last one.
+    for launch in [LaunchPolicy::Persistent, LaunchPolicy::InOrder] {
+        let original = built(ScheduleKind::SpreadShift, shape(3, 1024), Mask::Full, 10, launch);
+        let split = split_tail(&original, &costs()).unwrap().expect("a partial last pass");
+        assert_eq!(split.name(), "spread-shift+split");
+        // The full passes are untouched; the 4 columns of the last pass become shares of every SM.
+        assert_eq!(split.units()[..20], original.units()[..20]);
+        assert!(split.units().len() >= 30, "{} units", split.units().len());
+        assert_eq!(split.order().split_columns(split.problem()), 4);
+        assert_eq!(split.tasks(), original.tasks());
+        let (before, after) = (
+            evaluate(original, &costs(), false).unwrap().makespan(),
+            evaluate(split, &costs(), false).unwrap().makespan(),
+        );
+        // Four columns of 8 visits on 4 SMs against 32 visits on 10: 4.8 visits' compute less, less the
+        // pieces' second unit start and finish (1.3) and the adds of pieces that meet on a dQ tile. In-order,
+        // the SMs reach the last pass at different times, and the equal shares fit less well.
+        let gain = if launch == LaunchPolicy::Persistent { 2.0 } else { 1.5 };
+        assert!(after < before - gain, "{launch:?}: {after} against {before}");
+    }
+}
+
+#[test]
+fn each_sm_gets_one_share_under_the_persistent_launch() {
+    // 2 heads x 16 columns = 32 units on 12 SMs: 8 units of 16 visits left, 128 visits, 10.67 per SM.
+    let original = built(ScheduleKind::Shift, shape(2, 2048), Mask::Full, 12, LaunchPolicy::Persistent);
+    let split = split_tail(&original, &costs()).unwrap().unwrap();
+    let tail = &split.units()[24..];
+    let mut per_sm = [0usize; 12];
+    for (i, u) in tail.iter().enumerate() {
+        per_sm[i % 12] += u.visits.len();
+    }
+    assert!(per_sm.iter().all(|&v| (10..=12).contains(&v)), "{per_sm:?}");
+}
+
+#[test]
+fn the_tail_ranks_follow_arrival_so_nothing_waits_on_a_later_visit() {
+    // Causal, symmetric shift: units of two columns, pieces spanning run boundaries.
+    let original =
+        built(ScheduleKind::SpreadSymmetricShift, shape(5, 2048), Mask::Causal, 12, LaunchPolicy::Persistent);
+    let original_units = original.units().len();
+    let split = split_tail(&original, &costs()).unwrap().unwrap();
+    // Validation ran the DAG (no cycle) and the simulation (no deadlock), with zero and two writers.
+    let before = evaluate(original, &costs(), false).unwrap().makespan();
+    let after = evaluate(split.clone(), &costs(), false).unwrap().makespan();
+    assert!(after < before, "{after} against {before}");
+    // Every dQ tile's ranks from the full passes come before those of the split tail.
+    let tail_start = original_units / 12 * 12;
+    for (ui, unit) in split.units().iter().enumerate().skip(tail_start) {
+        for v in &unit.visits {
+            for earlier in &split.units()[..tail_start] {
+                for w in earlier.visits.iter().filter(|w| earlier.bh == unit.bh && w.q == v.q) {
+                    assert!(w.rank < v.rank, "unit {ui} q {}: rank {} before full-pass rank {}", v.q, v.rank, w.rank);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn nothing_is_split_when_the_last_pass_is_full() {
+    // 3 heads x 8 columns = 24 units on 12 SMs: two full passes.
+    let original = built(ScheduleKind::SpreadShift, shape(3, 1024), Mask::Full, 12, LaunchPolicy::Persistent);
+    assert!(split_tail(&original, &costs()).unwrap().is_none());
+}
+
+#[test]
+fn grouped_query_heads_are_not_split() {
+    let p = Problem::new(ProblemSpec {
+        batch: 1,
+        heads: 4,
+        kv_heads: 2,
+        seqlen_q: 1024,
+        seqlen_k: 1024,
+        head_dim: 64,
+        block_m: 128,
+        block_n: 128,
+    })
+    .unwrap();
+    let tm = Arc::new(TileMask::new(&p, &Mask::Full).unwrap());
+    let machine = Machine { sms: 10, launch: LaunchPolicy::Persistent };
+    let original = ScheduleKind::Naive.build(p, Mask::Full, tm, machine, &CostModel::default()).unwrap();
+    assert!(split_tail(&original, &CostModel::default()).unwrap().is_none());
+}
