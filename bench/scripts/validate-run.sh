@@ -7,7 +7,8 @@
 # order, so two calls of one round each, FIRST_ROUND 1 then 2, make an alternating pair; merge their raw files with
 # `dashc validate --from-raw A --from-raw B`); REPS=N sets the repetitions per measurement (default 10); LAUNCH=persistent
 # measures validate's rows with the persistent launch (the sm90 default in `run` and `bench`; calibrate always
-# traces the in-order one). PART splits the work over two calls (run 84's whole script, calibrate and one round, took
+# traces the in-order one). SCHEDULES=LIST restricts validate's schedules; VALIDATE_FLAGS adds flags (e.g.
+# --split-tail). PART splits the work over two calls (run 84's whole script, calibrate and one round, took
 # 403 s on an H100; the per-call limit is 600 s):
 #   PART=all (default): everything in one call;
 #   PART=calibrate: calibrate and the traced run; costs.json is also kept in /tmp/dashc-costs.json on the machine;
@@ -52,7 +53,7 @@ if [ $PART = validate ]; then
   cp $COSTS $OUT/costs.json
 fi
 if [ $PART = all ] || [ $PART = validate ]; then
-  step $D validate $A ${LAUNCH:+--launch $LAUNCH} --costs $OUT/costs.json --no-check --reps ${REPS:-10} --rounds ${ROUNDS:-1} \
+  step $D validate $A ${LAUNCH:+--launch $LAUNCH} ${SCHEDULES:+--schedules $SCHEDULES} ${VALIDATE_FLAGS:-} --costs $OUT/costs.json --no-check --reps ${REPS:-10} --rounds ${ROUNDS:-1} \
     --first-round ${FIRST_ROUND:-1} --raw $OUT/validate-raw.json --doc /tmp/vdoc/validation.md \
     > >(tee $OUT/validate.log) 2>&1
   [ -f /tmp/vdoc/validation.md ] && cp /tmp/vdoc/validation.md $OUT/
