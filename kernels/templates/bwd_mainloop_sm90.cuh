@@ -999,7 +999,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) bwd_main_kernel(const __grid
 // consumer thread t held, across the parts, and the dK/dV product's accumulator
 // partition gives each value's row and column. With one CTA per tile (each
 // thread looping over every chunk) the few split tiles of a problem took 4 SMs
-// and up to 100 us (hd64, 33 parts a tile; bench/NOTES.md run 114). The CTAs are
+// and 71-103 us (hd64, 33 parts a tile; bench/NOTES.md run 114). The CTAs are
 // the postprocess kernel's first ones (one launch less; launch_postprocess).
 template <class Cfg>
 __host__ __device__ constexpr int dkv_fixup_blocks_per_tile() {

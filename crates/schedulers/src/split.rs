@@ -15,11 +15,9 @@
 //! in which they arrive in an idealized run of the last pass (every SM starting it at once, no waits), so that
 //! no piece waits for a contribution that arrives later (model.md, Lemma 1).
 
-use std::cmp::Ordering;
+use dag_model::{Order, Problem, Unit, Visit, Weights};
 
-use dag_model::{Order, Unit, Visit, Weights};
-
-use crate::{CostModel, LaunchPolicy, Schedule, ScheduleError};
+use crate::{CostModel, LaunchPolicy, Machine, Schedule, ScheduleError};
 
 /// The suffix of a split schedule's name.
 pub const SPLIT_SUFFIX: &str = "+split";
@@ -89,7 +87,7 @@ pub fn split_tail(schedule: &Schedule, costs: &CostModel) -> Result<Option<Sched
             .collect();
         order.units.push(Unit { bh: original.bh, visits, dkv_ranks });
     }
-    rerank_tail(&mut order, tail_start, sms, machine.launch, costs, problem.m_tiles() as usize);
+    rerank_tail(&mut order, tail_start, machine, costs, &problem);
 
     let name = format!("{}{SPLIT_SUFFIX}", schedule.name());
     let split =
@@ -100,7 +98,10 @@ pub fn split_tail(schedule: &Schedule, costs: &CostModel) -> Result<Option<Sched
 /// Ranks of every dQ tile the units from `tail_start` on contribute to: the earlier units' contributions keep
 /// their relative order and come first; the tail's follow in idealized arrival order (ties: launch position,
 /// then visit).
-fn rerank_tail(order: &mut Order, tail_start: usize, sms: usize, launch: LaunchPolicy, costs: &CostModel, m: usize) {
+fn rerank_tail(order: &mut Order, tail_start: usize, machine: Machine, costs: &CostModel, problem: &Problem) {
+    let (sms, launch) = (machine.sms as usize, machine.launch);
+    let m = problem.m_tiles() as usize;
+    let tiles = problem.bh_count() as usize * m;
     // Idealized arrival of every tail visit: the SMs start the tail together at 0.
     let mut sm_free = vec![0.0f64; sms];
     let mut arrivals: Vec<(usize, usize, f64)> = Vec::new(); // (unit, visit, time)
@@ -121,33 +122,38 @@ fn rerank_tail(order: &mut Order, tail_start: usize, sms: usize, launch: LaunchP
         sm_free[sm] = t + costs.unit_finish;
     }
 
-    // The dQ tiles the tail touches, and their contributions: earlier ones by original rank, then the tail's.
+    // The dQ tiles the tail touches (an index into `lists` per tile of the problem), and their contributions:
+    // earlier ones with their original rank, then the tail's in arrival order. Vectors, not maps: the full passes
+    // hold up to tens of millions of visits.
     let tile_of = |bh: u32, q: u16| bh as usize * m + q as usize;
-    let mut touched: std::collections::BTreeMap<usize, Vec<(usize, usize)>> = std::collections::BTreeMap::new();
+    let mut list_of = vec![u32::MAX; tiles];
+    type Lists = Vec<(Vec<(u16, usize, usize)>, Vec<(usize, usize)>)>;
+    let mut lists: Lists = Vec::new();
     for &(ui, vi, _) in &arrivals {
         let u = &order.units[ui];
-        touched.entry(tile_of(u.bh, u.visits[vi].q)).or_default();
+        let slot = &mut list_of[tile_of(u.bh, u.visits[vi].q)];
+        if *slot == u32::MAX {
+            *slot = lists.len() as u32;
+            lists.push((Vec::new(), Vec::new()));
+        }
     }
-    let mut earlier: std::collections::BTreeMap<usize, Vec<(u16, usize, usize)>> = std::collections::BTreeMap::new();
     for (ui, unit) in order.units.iter().enumerate().take(tail_start) {
         for (vi, v) in unit.visits.iter().enumerate() {
-            let tile = tile_of(unit.bh, v.q);
-            if touched.contains_key(&tile) {
-                earlier.entry(tile).or_default().push((v.rank, ui, vi));
+            let slot = list_of[tile_of(unit.bh, v.q)];
+            if slot != u32::MAX {
+                lists[slot as usize].0.push((v.rank, ui, vi));
             }
         }
     }
     let mut sorted = arrivals;
-    sorted.sort_by(|a, b| a.2.total_cmp(&b.2).then(a.0.cmp(&b.0)).then(a.1.cmp(&b.1)).then(Ordering::Equal));
+    sorted.sort_by(|a, b| a.2.total_cmp(&b.2).then(a.0.cmp(&b.0)).then(a.1.cmp(&b.1)));
     for (ui, vi, _) in sorted {
         let u = &order.units[ui];
-        let tile = tile_of(u.bh, u.visits[vi].q);
-        touched.get_mut(&tile).expect("collected above").push((ui, vi));
+        lists[list_of[tile_of(u.bh, u.visits[vi].q)] as usize].1.push((ui, vi));
     }
-    for (tile, tail_list) in touched {
-        let mut list = earlier.remove(&tile).unwrap_or_default();
-        list.sort_unstable();
-        let ordered = list.into_iter().map(|(_, ui, vi)| (ui, vi)).chain(tail_list);
+    for (mut earlier, tail) in lists {
+        earlier.sort_unstable();
+        let ordered = earlier.into_iter().map(|(_, ui, vi)| (ui, vi)).chain(tail);
         for (rank, (ui, vi)) in ordered.enumerate() {
             let v = &mut order.units[ui].visits[vi];
             *v = Visit::new(v.kv as u32, v.q as u32, rank as u32, v.fraction());
