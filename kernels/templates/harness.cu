@@ -460,6 +460,15 @@ int main(int argc, char** argv) {
     fail_input("the persistent launch needs the sm90 main loop; this build runs the portable one");
   if (!sf.split_tiles.empty() && !MainLoop::kSplitColumns)
     fail_input("split columns (a KV tile's visits in more than one unit) need the sm90 main loop; this build runs the portable one");
+  // The sm90 postprocess grid is (q tiles, batch * heads + the fix-up rows), and a
+  // grid's y extent is at most 65535. Its fix-up rows: one CTA of 256 threads per
+  // 1024 floats of each split tile's partial slot.
+  if (!sf.split_tiles.empty()) {
+    const int m_tiles_ = (sf.seqlen_q + sf.block_m - 1) / sf.block_m;
+    const long long fixup_blocks = (long long)sf.split_tiles.size() * (MainLoop::kDkvPartialFloats / 1024);
+    if ((long long)sf.batch * sf.heads + (fixup_blocks + m_tiles_ - 1) / m_tiles_ > 65535)
+      fail_input("too many (batch, head) pairs and split tiles for the postprocess grid (65535 rows at most)");
+  }
   // Every CTA of a persistent grid must be resident at once (one per SM), or a
   // CTA could wait for a rank owed by one that never starts.
   if (sf.persistent_ctas > prop.multiProcessorCount)
@@ -609,6 +618,11 @@ int main(int argc, char** argv) {
     // overwrite it: NaN there would show in dQ (finite and FP32 checks).
     if (p.skip_dq_accum_zeroing) {
       CHECK_CUDA(cudaMemset(dq_accum, 0xff, dq_accum_floats * sizeof(float)));
+    }
+    // Every split column's part must write its whole partial slot: NaN left in one
+    // would show in dK/dV (finite and FP32 checks).
+    if (d_dkv_partial) {
+      CHECK_CUDA(cudaMemset(d_dkv_partial, 0xff, (size_t)sf.dkv_slots * MainLoop::kDkvPartialFloats * sizeof(float)));
     }
     launch_pre();
     launch_main();

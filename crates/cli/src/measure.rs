@@ -49,6 +49,12 @@ pub fn measure_setup(
     with_nondeterministic: bool,
     reverse_order: bool,
 ) -> Result<Vec<Outcome<Measured>>> {
+    if setup.split_tail && target.main_loop != codegen::MainLoop::Sm90 {
+        return Err(bad_input(
+            "--split-tail needs the sm90 main loop (--arch sm90, a Hopper GPU): the portable loop has no fix-up for \
+             the split columns' dK/dV partials",
+        ));
+    }
     let templates = Templates::embedded();
     let det_config = kernel_config(&setup.problem, &setup.mask, true, target)?;
     let nondet_config = kernel_config(&setup.problem, &setup.mask, false, target)?;

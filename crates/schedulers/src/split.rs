@@ -6,7 +6,7 @@
 //! 2048 units, 15.52 against 16). No schedule of whole columns can do better (`dashc bounds`, column packing).
 //!
 //! This transform keeps every unit of the full passes as it is and cuts the last pass's visits, concatenated in
-//! launch order, into P shares of equal compute. A share becomes one or more units (a piece of each original
+//! launch order, into P shares of equal visit counts. A share becomes one or more units (a piece of each original
 //! unit it touches); pieces of one KV column on several SMs each write their dK/dV partial, and the partials are
 //! summed in launch order after the main loop (the sm90 main loop's dK/dV fix-up; docs/hopper.md). Each piece
 //! pays a unit's start and finish again, which the cost model charges.
@@ -15,16 +15,17 @@
 //! in which they arrive in an idealized run of the last pass (every SM starting it at once, no waits), so that
 //! no piece waits for a contribution that arrives later (model.md, Lemma 1).
 
-use dag_model::{Order, Problem, Unit, Visit, Weights};
+use dag_model::{Order, Problem, Unit, Visit};
 
 use crate::{CostModel, LaunchPolicy, Machine, Schedule, ScheduleError};
 
 /// The suffix of a split schedule's name.
 pub const SPLIT_SUFFIX: &str = "+split";
 
-/// `schedule` with its last, partial pass split over all SMs, validated under `costs`; `None` when there is
-/// nothing to split (the units fill their last pass) or the problem has grouped-query heads (whose dK/dV adds
-/// are chained per query head, so a column must stay whole).
+/// `schedule` with its last, partial pass split over all SMs, validated under `costs` (the cut and the ranks do
+/// not depend on them); `None` when there is nothing to split (the units fill their last pass), when the
+/// persistent launch would need more than two units of one share on a CTA, or when the problem has grouped-query
+/// heads (whose dK/dV adds are chained per query head, so a column must stay whole).
 pub fn split_tail(schedule: &Schedule, costs: &CostModel) -> Result<Option<Schedule>, ScheduleError> {
     let problem = *schedule.problem();
     let machine = schedule.machine();
@@ -36,18 +37,18 @@ pub fn split_tail(schedule: &Schedule, costs: &CostModel) -> Result<Option<Sched
     }
     let tail = &units[tail_start..];
 
-    // Shares of equal compute: a visit goes to the share its midpoint falls in.
-    let cost = |v: &Visit| costs.compute(v.fraction());
-    let total: f64 = tail.iter().flat_map(|u| &u.visits).map(cost).sum();
-    let share_len = total / sms as f64;
+    // Shares of equal visit counts: visit t of the T in the concatenated tail goes to the share its midpoint falls
+    // in, floor((t + 1/2) * P / T). The cut and the
+    // ranks below count visits and nothing else, so that a split is a function of its schedule alone: `bench`
+    // (uncalibrated costs) and `validate` (calibrated ones) build the same pieces and ranks.
+    let total: usize = tail.iter().map(|u| u.visits.len()).sum();
     // Pieces: (share, original tail unit, visit range).
     let mut pieces: Vec<(usize, usize, usize, usize)> = Vec::new();
-    let mut done = 0.0;
+    let mut done = 0usize;
     for (ui, unit) in tail.iter().enumerate() {
-        for (vi, v) in unit.visits.iter().enumerate() {
-            let c = cost(v);
-            let share = (((done + c / 2.0) / share_len) as usize).min(sms - 1);
-            done += c;
+        for vi in 0..unit.visits.len() {
+            let share = (2 * done + 1) * sms / (2 * total);
+            done += 1;
             match pieces.last_mut() {
                 Some(last) if last.0 == share && last.1 == ui => last.3 = vi + 1,
                 _ => pieces.push((share, ui, vi, vi + 1)),
@@ -58,36 +59,59 @@ pub fn split_tail(schedule: &Schedule, costs: &CostModel) -> Result<Option<Sched
         return Ok(None); // every tail unit is one share: nothing moves
     }
 
-    // Launch positions: the first piece of every share in one pass, so that under the persistent launch each
-    // share is one CTA's (CTA p runs positions p, p + P, ...); shares with more pieces first, so that their
-    // further pieces land on the same CTAs in the next pass. (With equally long units a share spans at most two.)
+    // Launch positions: the first unit of every share in one pass, so that under the persistent launch each share
+    // is one CTA's (CTA p runs positions p, p + P, ...); shares with two units first, so that their second units
+    // land on the same CTAs in the next pass. A share of more than two pieces (short units, as a causal column
+    // order's last ones) first joins its consecutive pieces of one (batch, head) into one unit of several KV
+    // runs; under the persistent launch a share still of more than two units could not stay on one CTA, and the
+    // tail is left whole.
     let shares = pieces.last().map_or(0, |p| p.0 + 1);
-    let mut by_share: Vec<Vec<usize>> = vec![Vec::new(); shares];
+    let mut by_share: Vec<Vec<Vec<usize>>> = vec![Vec::new(); shares]; // share -> its units -> their pieces
     for (i, p) in pieces.iter().enumerate() {
-        by_share[p.0].push(i);
+        let units_of_share = &mut by_share[p.0];
+        units_of_share.push(vec![i]);
+    }
+    for units_of_share in &mut by_share {
+        if units_of_share.len() > 2 {
+            let mut joined: Vec<Vec<usize>> = Vec::new();
+            for piece in units_of_share.drain(..).flatten() {
+                match joined.last_mut() {
+                    Some(unit) if tail[pieces[unit[0]].1].bh == tail[pieces[piece].1].bh => unit.push(piece),
+                    _ => joined.push(vec![piece]),
+                }
+            }
+            *units_of_share = joined;
+        }
     }
     by_share.retain(|s| !s.is_empty());
+    if machine.launch == LaunchPolicy::Persistent && by_share.iter().any(|s| s.len() > 2) {
+        return Ok(None);
+    }
     by_share.sort_by_key(|s| std::cmp::Reverse(s.len())); // stable: ties keep the share order
     let passes = by_share.iter().map(Vec::len).max().unwrap_or(0);
-    let mut placed: Vec<usize> = Vec::with_capacity(pieces.len());
+    let mut placed: Vec<&[usize]> = Vec::with_capacity(pieces.len());
     for pass in 0..passes {
-        placed.extend(by_share.iter().filter_map(|s| s.get(pass).copied()));
+        placed.extend(by_share.iter().filter_map(|s| s.get(pass).map(Vec::as_slice)));
     }
 
     let mut order = Order { units: units[..tail_start].to_vec() };
-    for &i in &placed {
-        let (_, ui, a, b) = pieces[i];
-        let original = &tail[ui];
-        let visits = original.visits[a..b].to_vec();
-        // Each KV run of the piece keeps the dK/dV rank its column had (0 without GQA).
-        let runs: Vec<u32> = original.kv_runs().collect();
-        let dkv_ranks = Unit { bh: original.bh, visits: visits.clone(), dkv_ranks: Vec::new() }
-            .kv_runs()
-            .map(|kv| original.dkv_ranks[runs.iter().position(|&r| r == kv).expect("the piece's kv is the unit's")])
-            .collect();
-        order.units.push(Unit { bh: original.bh, visits, dkv_ranks });
+    for unit_pieces in placed {
+        let bh = tail[pieces[unit_pieces[0]].1].bh;
+        let (mut visits, mut dkv_ranks) = (Vec::new(), Vec::new());
+        for &i in unit_pieces {
+            let (_, ui, a, b) = pieces[i];
+            let original = &tail[ui];
+            let part = &original.visits[a..b];
+            // Each KV run of the piece keeps the dK/dV rank its column had (0 without GQA).
+            let runs: Vec<u32> = original.kv_runs().collect();
+            dkv_ranks.extend(Unit { bh, visits: part.to_vec(), dkv_ranks: Vec::new() }.kv_runs().map(|kv| {
+                original.dkv_ranks[runs.iter().position(|&r| r == kv).expect("the piece's kv is the unit's")]
+            }));
+            visits.extend_from_slice(part);
+        }
+        order.units.push(Unit { bh, visits, dkv_ranks });
     }
-    rerank_tail(&mut order, tail_start, machine, costs, &problem);
+    rerank_tail(&mut order, tail_start, machine, &problem);
 
     let name = format!("{}{SPLIT_SUFFIX}", schedule.name());
     let split =
@@ -96,16 +120,15 @@ pub fn split_tail(schedule: &Schedule, costs: &CostModel) -> Result<Option<Sched
 }
 
 /// Ranks of every dQ tile the units from `tail_start` on contribute to: the earlier units' contributions keep
-/// their relative order and come first; the tail's follow in idealized arrival order (ties: launch position,
-/// then visit).
-fn rerank_tail(order: &mut Order, tail_start: usize, machine: Machine, costs: &CostModel, problem: &Problem) {
+/// their relative order and come first; the tail's follow in idealized arrival order, one time unit per visit and
+/// no overheads (ties: launch position, then visit).
+fn rerank_tail(order: &mut Order, tail_start: usize, machine: Machine, problem: &Problem) {
     let (sms, launch) = (machine.sms as usize, machine.launch);
     let m = problem.m_tiles() as usize;
     let tiles = problem.bh_count() as usize * m;
     // Idealized arrival of every tail visit: the SMs start the tail together at 0.
     let mut sm_free = vec![0.0f64; sms];
     let mut arrivals: Vec<(usize, usize, f64)> = Vec::new(); // (unit, visit, time)
-    let reduce = if costs.decoupled() { 0.0 } else { costs.reduce };
     for (ui, unit) in order.units.iter().enumerate().skip(tail_start) {
         let sm = match launch {
             LaunchPolicy::Persistent => ui % sms,
@@ -113,13 +136,12 @@ fn rerank_tail(order: &mut Order, tail_start: usize, machine: Machine, costs: &C
                 (0..sms).min_by(|&a, &b| sm_free[a].total_cmp(&sm_free[b]).then(a.cmp(&b))).expect("sms >= 2")
             }
         };
-        let mut t = sm_free[sm] + costs.unit_start;
-        for (vi, v) in unit.visits.iter().enumerate() {
-            t += costs.compute(v.fraction());
+        let mut t = sm_free[sm];
+        for vi in 0..unit.visits.len() {
+            t += 1.0;
             arrivals.push((ui, vi, t));
-            t += reduce;
         }
-        sm_free[sm] = t + costs.unit_finish;
+        sm_free[sm] = t;
     }
 
     // The dQ tiles the tail touches (an index into `lists` per tile of the problem), and their contributions:

@@ -17,12 +17,28 @@ pub fn run(args: CodegenArgs) -> Result<()> {
     if requested != 1 {
         return Err(bad_input("codegen renders one schedule: pick it with --schedule NAME (or --schedule-file FILE)"));
     }
-    let mut outcomes = setup.evaluate_each(false, |e| e.schedule)?;
-    let schedule = match outcomes.pop() {
+    let mut outcomes = setup.evaluate_each(false, |e| {
+        let makespan = e.makespan();
+        (e.schedule, makespan)
+    })?;
+    // With --split-tail the split version comes last (where it splits anything) and is the one rendered.
+    let (schedule, makespan) = match outcomes.pop() {
         Some(Outcome::Done(s)) => s,
         Some(Outcome::Skipped { reason, .. }) => return Err(bad_input(reason)),
         None => return Err(bad_input("no schedule was selected")),
     };
+    if setup.split_tail {
+        match outcomes.pop() {
+            Some(Outcome::Done((unsplit, before))) => println!(
+                "split tail: predicted makespan {} against {} for {}{}",
+                crate::output::num(makespan),
+                crate::output::num(before),
+                unsplit.name(),
+                if makespan > before { " (the model predicts the split slower)" } else { "" }
+            ),
+            _ => println!("split tail: nothing to split (the last pass is full, or it cannot stay one share per SM)"),
+        }
+    }
     let target = Target::for_codegen(args.arch)?;
     let config = kernel_config(&setup.problem, &setup.mask, !args.nondeterministic, &target)?;
     let generated =

@@ -649,6 +649,16 @@ fn report(
         let entry =
             costs.entry(costs_path, *hd, dag_model::default_blocks(*hd).0, dag_model::default_blocks(*hd).1).ok();
         let calibration = entry.is_some_and(|e| e.calibrated_on.iter().any(|c| &c.mask == mask && c.seqlen == *seqlen));
+        // A row the prediction does not produce (a +split whose split, under these flags, splits nothing) is an
+        // error, not a panic.
+        let lookup = |map: &BTreeMap<String, f64>, name: &str| {
+            map.get(name).copied().ok_or_else(|| {
+                bad_input(format!(
+                    "validation raw file: schedule {name} ({mask} hd{hd} s{seqlen}) is not among the schedules these \
+                     flags build (machine, launch or schedules differ from the measurement's)"
+                ))
+            })
+        };
         for r in ms {
             rows.push(Row {
                 key: (mask.clone(), *hd, *seqlen),
@@ -658,11 +668,11 @@ fn report(
                 calibration,
                 measured_us: r.main_ms.unwrap_or(f64::NAN) * 1000.0,
                 measured_rounds: r.main_ms_rounds.iter().map(|m| m.map(|ms| ms * 1000.0)).collect(),
-                predicted_us: calibrated[&r.schedule],
+                predicted_us: lookup(&calibrated, &r.schedule)?,
                 clocks: r.sm_mhz.zip(r.clock_limited_share),
-                ideal: ideal[&r.schedule],
-                without_kernel_terms: without_kernel_terms[&r.schedule],
-                free_handoffs: free_handoffs[&r.schedule],
+                ideal: lookup(&ideal, &r.schedule)?,
+                without_kernel_terms: lookup(&without_kernel_terms, &r.schedule)?,
+                free_handoffs: lookup(&free_handoffs, &r.schedule)?,
             });
         }
     }

@@ -955,3 +955,31 @@ fn the_binary_knows_the_commit_it_was_built_from() {
     assert!(out.status.success());
     assert_eq!(stdout(&out).trim(), format!("dashc {} (commit {head})", env!("CARGO_PKG_VERSION")));
 }
+
+#[test]
+fn validate_reads_split_rows_and_names_one_it_cannot_rebuild() {
+    let dir = scratch("validate-split");
+    std::fs::create_dir_all(&dir).unwrap();
+    let doc = dir.join("v.md");
+    // 2 heads x 4 columns = 8 units on 132 SMs: every unit is split.
+    let raw = dir.join("split.json");
+    let rows = vec![raw_row("shift", "ok", 2, 0.05, &[0.05]), raw_row("shift+split", "ok", 2, 0.03, &[0.03])];
+    std::fs::write(&raw, validation_raw("NVIDIA H200", 1, 1, rows).to_string()).unwrap();
+    let out = validate_from_raw(&[raw.to_str().unwrap()], &doc, &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report = std::fs::read_to_string(&doc).unwrap();
+    assert!(report.contains("| shift+split |"), "{report}");
+    // 33 heads x 4 columns = 132 units: one full pass, nothing to split, so no shift+split to predict.
+    let full = dir.join("full.json");
+    let rows = vec![raw_row("shift", "ok", 33, 0.05, &[0.05]), raw_row("shift+split", "ok", 33, 0.03, &[0.03])];
+    std::fs::write(&full, validation_raw("NVIDIA H200", 1, 1, rows).to_string()).unwrap();
+    let out = validate_from_raw(&[full.to_str().unwrap()], &doc, &[]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("schedule shift+split (full hd64 s512) is not among the schedules"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!stderr(&out).contains("panicked"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -101,3 +101,26 @@ fn bad_costs_are_rejected() {
     let err = build(ScheduleKind::Naive, p, Mask::Full, machine, &costs).unwrap_err();
     assert_eq!(err.to_string(), "cost reduce must be a finite number from 0 to 1e9 (got -1)");
 }
+
+#[test]
+fn dkv_ranks_must_be_a_permutation_of_the_query_heads() {
+    // Two query heads share one KV head; each visits both KV tiles as one unit per column.
+    let gqa = problem(1, 2, 1, 128, 128, 64, 64);
+    let tm = Arc::new(TileMask::new(&gqa, &Mask::Full).unwrap());
+    let machine = Machine { sms: 4, launch: LaunchPolicy::InOrder };
+    let units = |ranks: [u32; 4]| {
+        let mut v = Vec::new();
+        for (i, (bh, kv)) in [(0, 0), (0, 1), (1, 0), (1, 1)].into_iter().enumerate() {
+            // dQ ranks by KV tile; dK/dV ranks as given.
+            v.push(Unit { bh, visits: vec![visit(kv, 0, kv), visit(kv, 1, kv)], dkv_ranks: vec![ranks[i]] });
+        }
+        Order { units: v }
+    };
+    let validate =
+        |order| Schedule::validate("hand-made", gqa, Mask::Full, tm.clone(), machine, &CostModel::default(), order);
+    assert!(validate(units([0, 0, 1, 1])).is_ok());
+    let err = validate(units([0, 0, 0, 1]));
+    assert!(matches!(err, Err(ScheduleError::Defect(OrderDefect::BadDkvRank { kv: 0, rank: 0, .. }))), "{err:?}");
+    let err = validate(units([0, 0, 2, 1]));
+    assert!(matches!(err, Err(ScheduleError::Defect(OrderDefect::BadDkvRank { kv: 0, rank: 2, .. }))), "{err:?}");
+}

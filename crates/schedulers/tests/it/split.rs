@@ -125,3 +125,77 @@ fn grouped_query_heads_are_not_split() {
     let original = ScheduleKind::Naive.build(p, Mask::Full, tm, machine, &CostModel::default()).unwrap();
     assert!(split_tail(&original, &CostModel::default()).unwrap().is_none());
 }
+
+/// Per CTA of the persistent launch (CTA p runs positions p, p + P, ...), the visits of the units from `from` on.
+fn tail_visits_per_cta(s: &Schedule, from: usize) -> Vec<usize> {
+    let sms = s.machine().sms as usize;
+    let mut per = vec![0; sms];
+    for (i, u) in s.units().iter().enumerate().skip(from) {
+        per[i % sms] += u.visits.len();
+    }
+    per
+}
+
+#[test]
+fn shares_of_short_units_stay_on_their_cta() {
+    // Causal descending at 64 x 128 tiles: one unit per column, column kv of 32 - 2 kv visits, launched head-major
+    // and KV ascending, so the last pass holds the last head's shortest columns. 3 heads x 16 columns = 48 units on
+    // 10 SMs: 8 tail units of 16, 14, ..., 2 visits, 72 in all, 7.2 per share; the last share spans three columns
+    // of one head, which become one unit of three KV runs, so that it stays on its CTA.
+    let p = Problem::new(ProblemSpec {
+        batch: 1,
+        heads: 3,
+        kv_heads: 3,
+        seqlen_q: 2048,
+        seqlen_k: 2048,
+        head_dim: 128,
+        block_m: 64,
+        block_n: 128,
+    })
+    .unwrap();
+    let original = built(ScheduleKind::Descending, p, Mask::Causal, 10, LaunchPolicy::Persistent);
+    let tail_start = original.units().len() / 10 * 10;
+    let tail: Vec<usize> = original.units()[tail_start..].iter().map(|u| u.visits.len()).collect();
+    assert_eq!(tail, [16, 14, 12, 10, 8, 6, 4, 2]);
+    let split = split_tail(&original, &costs()).unwrap().expect("split");
+    let per = tail_visits_per_cta(&split, tail_start);
+    assert!(per.iter().all(|&v| (7..=8).contains(&v)), "{per:?}");
+    assert!(split.units()[tail_start..].iter().any(|u| u.kv_runs().count() == 3));
+}
+
+#[test]
+fn fewer_units_than_sms_are_all_split() {
+    // 1 head x 8 columns of 8 visits on 12 SMs: no full pass; 64 visits in 12 shares.
+    let original = built(ScheduleKind::SpreadShift, shape(1, 1024), Mask::Full, 12, LaunchPolicy::Persistent);
+    let split = split_tail(&original, &costs()).unwrap().unwrap();
+    assert_eq!(
+        split.units().len(),
+        12 + 8 - 1 - 3,
+        "{:?}",
+        split.units().iter().map(|u| u.visits.len()).collect::<Vec<_>>()
+    );
+    let per = tail_visits_per_cta(&split, 0);
+    assert!(per.iter().all(|&v| (5..=6).contains(&v)), "{per:?}");
+}
+
+#[test]
+fn a_tail_of_one_unit_is_spread_too() {
+    // 1 head x 8 columns on 7 SMs: one full pass and one unit of 8 visits left, now 8 pieces... at most 7 shares.
+    let original = built(ScheduleKind::Shift, shape(1, 1024), Mask::Full, 7, LaunchPolicy::Persistent);
+    let split = split_tail(&original, &costs()).unwrap().unwrap();
+    assert_eq!(split.units().len(), 7 + 7);
+    assert_eq!(split.order().split_columns(split.problem()), 1);
+    let (before, after) =
+        (evaluate(original, &costs(), false).unwrap().makespan(), evaluate(split, &costs(), false).unwrap().makespan());
+    assert!(after < before, "{after} against {before}");
+}
+
+#[test]
+fn the_split_does_not_depend_on_the_costs() {
+    let original =
+        built(ScheduleKind::SpreadSymmetricShift, shape(5, 2048), Mask::Causal, 12, LaunchPolicy::Persistent);
+    let a = split_tail(&original, &costs()).unwrap().unwrap();
+    let other = CostModel { unit_start: 5.0, unit_finish: 3.0, compute_partial: Some(0.4), ..costs() };
+    let b = split_tail(&original, &other).unwrap().unwrap();
+    assert_eq!(a.order(), b.order());
+}
