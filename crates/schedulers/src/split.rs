@@ -12,8 +12,8 @@
 //! pays a unit's start and finish again, which the cost model charges.
 //!
 //! The dQ ranks of the full passes keep their order; the pieces' contributions rank after them, in the order
-//! in which they arrive in an idealized run of the last pass (every SM starting it at once, no waits), so that
-//! no piece waits for a contribution that arrives later (model.md, Lemma 1).
+//! in which they arrive in an idealized run of the last pass (every SM starting it at once, one time unit per
+//! visit, no overheads or waits), so that no piece waits for a contribution that arrives later (model.md, Lemma 1).
 
 use dag_model::{Order, Problem, Unit, Visit};
 
@@ -38,9 +38,9 @@ pub fn split_tail(schedule: &Schedule, costs: &CostModel) -> Result<Option<Sched
     let tail = &units[tail_start..];
 
     // Shares of equal visit counts: visit t of the T in the concatenated tail goes to the share its midpoint falls
-    // in, floor((t + 1/2) * P / T). The cut and the
-    // ranks below count visits and nothing else, so that a split is a function of its schedule alone: `bench`
-    // (uncalibrated costs) and `validate` (calibrated ones) build the same pieces and ranks.
+    // in, floor((t + 1/2) * P / T). The cut and the ranks below count visits and nothing else, so that a split is
+    // a function of its schedule alone: `bench` (uncalibrated costs) and `validate` (calibrated ones) build the
+    // same pieces and ranks.
     let total: usize = tail.iter().map(|u| u.visits.len()).sum();
     // Pieces: (share, original tail unit, visit range).
     let mut pieces: Vec<(usize, usize, usize, usize)> = Vec::new();
