@@ -885,45 +885,37 @@ __device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
           dst[(kChunks + c) * Cfg::kConsumerThreads] =
               make_float4(acc_dv(4 * c), acc_dv(4 * c + 1), acc_dv(4 * c + 2), acc_dv(4 * c + 3));
         }
-        clear(acc_dk);
-        clear(acc_dv);
-        if constexpr (Cfg::TRACE) {
-          if ((fresh_thread_index() & 127) == 0 && slot.last_of_unit) {
-            trace_unit_compute_end<Cfg>(p, slot.unit);
-            trace_unit_end<Cfg>(p, slot.unit);
-          }
+      } else {
+        auto store_dkv = make_tiled_copy_C(typename Cfg::StoreAtomDkv{}, mma_dkv);
+        auto thr_store = store_dkv.get_thread_slice(tid);
+        {
+          Tensor out = make_tensor_like<Element>(acc_dk);
+          CUTE_UNROLL
+          for (int i = 0; i < size(acc_dk); ++i) out(i) = Element(acc_dk(i) * p.softmax_scale);
+          copy(store_dkv, thr_store.retile_S(out), thr_store.partition_D(sK));
         }
-        continue;
-      }
-      auto store_dkv = make_tiled_copy_C(typename Cfg::StoreAtomDkv{}, mma_dkv);
-      auto thr_store = store_dkv.get_thread_slice(tid);
-      {
-        Tensor out = make_tensor_like<Element>(acc_dk);
-        CUTE_UNROLL
-        for (int i = 0; i < size(acc_dk); ++i) out(i) = Element(acc_dk(i) * p.softmax_scale);
-        copy(store_dkv, thr_store.retile_S(out), thr_store.partition_D(sK));
-      }
-      {
-        Tensor out = make_tensor_like<Element>(acc_dv);
-        CUTE_UNROLL
-        for (int i = 0; i < size(acc_dv); ++i) out(i) = Element(acc_dv(i));
-        copy(store_dkv, thr_store.retile_S(out), thr_store.partition_D(sV));
-      }
-      fence_async_shared();
-      named_sync(kBarConsumers, Cfg::kConsumerThreads);
-      if (tid == 0) {
-        const int batch = slot.bh / p.heads, head = slot.bh - batch * p.heads;
-        Tensor mDk = kp.tma_dk.get_tma_tensor(qkv_shape<Cfg>(p, p.seqlen_k));
-        Tensor mDv = kp.tma_dv.get_tma_tensor(qkv_shape<Cfg>(p, p.seqlen_k));
-        Tensor gDk = local_tile(mDk(_, _, head, batch), Shape<BN, HD>{}, make_coord(cur.kv, 0));
-        Tensor gDv = local_tile(mDv(_, _, head, batch), Shape<BN, HD>{}, make_coord(cur.kv, 0));
-        auto tma_dk = kp.tma_dk.get_slice(_0{});
-        auto tma_dv = kp.tma_dv.get_slice(_0{});
-        copy(kp.tma_dk, tma_dk.partition_S(sK), tma_dk.partition_D(gDk));
-        copy(kp.tma_dv, tma_dv.partition_S(sV), tma_dv.partition_D(gDv));
-        tma_store_arrive();
-        tma_store_wait<0>();  // both tiles read out
-        mbar_arrive(&ss.kv_empty);
+        {
+          Tensor out = make_tensor_like<Element>(acc_dv);
+          CUTE_UNROLL
+          for (int i = 0; i < size(acc_dv); ++i) out(i) = Element(acc_dv(i));
+          copy(store_dkv, thr_store.retile_S(out), thr_store.partition_D(sV));
+        }
+        fence_async_shared();
+        named_sync(kBarConsumers, Cfg::kConsumerThreads);
+        if (tid == 0) {
+          const int batch = slot.bh / p.heads, head = slot.bh - batch * p.heads;
+          Tensor mDk = kp.tma_dk.get_tma_tensor(qkv_shape<Cfg>(p, p.seqlen_k));
+          Tensor mDv = kp.tma_dv.get_tma_tensor(qkv_shape<Cfg>(p, p.seqlen_k));
+          Tensor gDk = local_tile(mDk(_, _, head, batch), Shape<BN, HD>{}, make_coord(cur.kv, 0));
+          Tensor gDv = local_tile(mDv(_, _, head, batch), Shape<BN, HD>{}, make_coord(cur.kv, 0));
+          auto tma_dk = kp.tma_dk.get_slice(_0{});
+          auto tma_dv = kp.tma_dv.get_slice(_0{});
+          copy(kp.tma_dk, tma_dk.partition_S(sK), tma_dk.partition_D(gDk));
+          copy(kp.tma_dv, tma_dv.partition_S(sV), tma_dv.partition_D(gDv));
+          tma_store_arrive();
+          tma_store_wait<0>();  // both tiles read out
+          mbar_arrive(&ss.kv_empty);
+        }
       }
       clear(acc_dk);
       clear(acc_dv);

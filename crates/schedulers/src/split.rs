@@ -68,8 +68,7 @@ pub fn split_tail(schedule: &Schedule, costs: &CostModel) -> Result<Option<Sched
     let shares = pieces.last().map_or(0, |p| p.0 + 1);
     let mut by_share: Vec<Vec<Vec<usize>>> = vec![Vec::new(); shares]; // share -> its units -> their pieces
     for (i, p) in pieces.iter().enumerate() {
-        let units_of_share = &mut by_share[p.0];
-        units_of_share.push(vec![i]);
+        by_share[p.0].push(vec![i]);
     }
     for units_of_share in &mut by_share {
         if units_of_share.len() > 2 {
@@ -97,19 +96,11 @@ pub fn split_tail(schedule: &Schedule, costs: &CostModel) -> Result<Option<Sched
     let mut order = Order { units: units[..tail_start].to_vec() };
     for unit_pieces in placed {
         let bh = tail[pieces[unit_pieces[0]].1].bh;
-        let (mut visits, mut dkv_ranks) = (Vec::new(), Vec::new());
-        for &i in unit_pieces {
-            let (_, ui, a, b) = pieces[i];
-            let original = &tail[ui];
-            let part = &original.visits[a..b];
-            // Each KV run of the piece keeps the dK/dV rank its column had (0 without GQA).
-            let runs: Vec<u32> = original.kv_runs().collect();
-            dkv_ranks.extend(Unit { bh, visits: part.to_vec(), dkv_ranks: Vec::new() }.kv_runs().map(|kv| {
-                original.dkv_ranks[runs.iter().position(|&r| r == kv).expect("the piece's kv is the unit's")]
-            }));
-            visits.extend_from_slice(part);
-        }
-        order.units.push(Unit { bh, visits, dkv_ranks });
+        let visits = unit_pieces.iter().flat_map(|&i| &tail[pieces[i].1].visits[pieces[i].2..pieces[i].3]).copied();
+        let mut unit = Unit { bh, visits: visits.collect(), dkv_ranks: Vec::new() };
+        // Without GQA (never split) every KV run's dK/dV rank is 0.
+        unit.dkv_ranks = vec![0; unit.kv_runs().count()];
+        order.units.push(unit);
     }
     rerank_tail(&mut order, tail_start, machine, &problem);
 
@@ -126,22 +117,17 @@ fn rerank_tail(order: &mut Order, tail_start: usize, machine: Machine, problem: 
     let (sms, launch) = (machine.sms as usize, machine.launch);
     let m = problem.m_tiles() as usize;
     let tiles = problem.bh_count() as usize * m;
-    // Idealized arrival of every tail visit: the SMs start the tail together at 0.
-    let mut sm_free = vec![0.0f64; sms];
-    let mut arrivals: Vec<(usize, usize, f64)> = Vec::new(); // (unit, visit, time)
+    // Idealized arrival of every tail visit, in visits: the SMs start the tail together at 0.
+    let mut sm_free = vec![0usize; sms];
+    let mut arrivals: Vec<(usize, usize, usize)> = Vec::new(); // (unit, visit, time)
     for (ui, unit) in order.units.iter().enumerate().skip(tail_start) {
         let sm = match launch {
             LaunchPolicy::Persistent => ui % sms,
-            LaunchPolicy::InOrder => {
-                (0..sms).min_by(|&a, &b| sm_free[a].total_cmp(&sm_free[b]).then(a.cmp(&b))).expect("sms >= 2")
-            }
+            LaunchPolicy::InOrder => (0..sms).min_by_key(|&sm| (sm_free[sm], sm)).expect("sms >= 2"),
         };
-        let mut t = sm_free[sm];
-        for vi in 0..unit.visits.len() {
-            t += 1.0;
-            arrivals.push((ui, vi, t));
-        }
-        sm_free[sm] = t;
+        let start = sm_free[sm];
+        arrivals.extend((0..unit.visits.len()).map(|vi| (ui, vi, start + vi + 1)));
+        sm_free[sm] = start + unit.visits.len();
     }
 
     // The dQ tiles the tail touches (an index into `lists` per tile of the problem), and their contributions:
@@ -168,7 +154,7 @@ fn rerank_tail(order: &mut Order, tail_start: usize, machine: Machine, problem: 
         }
     }
     let mut sorted = arrivals;
-    sorted.sort_by(|a, b| a.2.total_cmp(&b.2).then(a.0.cmp(&b.0)).then(a.1.cmp(&b.1)));
+    sorted.sort_unstable_by_key(|&(ui, vi, t)| (t, ui, vi));
     for (ui, vi, _) in sorted {
         let u = &order.units[ui];
         lists[list_of[tile_of(u.bh, u.visits[vi].q)] as usize].1.push((ui, vi));

@@ -2,22 +2,14 @@
 
 use std::sync::Arc;
 
-use dag_model::{Mask, Problem, ProblemSpec, TileMask};
+use dag_model::{Mask, Problem, TileMask};
+
+use crate::common::problem;
 use schedulers::{CostModel, LaunchPolicy, Machine, Schedule, ScheduleKind, evaluate, split_tail};
 
-/// Head dim 64 at 128 x 128 tiles: `heads` heads of `seqlen` tokens.
+/// 128 x 128 tiles: `heads` heads of `seqlen` tokens.
 fn shape(heads: u32, seqlen: u32) -> Problem {
-    Problem::new(ProblemSpec {
-        batch: 1,
-        heads,
-        kv_heads: heads,
-        seqlen_q: seqlen,
-        seqlen_k: seqlen,
-        head_dim: 64,
-        block_m: 128,
-        block_n: 128,
-    })
-    .unwrap()
+    problem(1, heads, heads, seqlen, seqlen, 128, 128)
 }
 
 /// Costs shaped like the sm90 loop's: decoupled deferred writers, unit overheads, a hand-off.
@@ -109,17 +101,7 @@ fn nothing_is_split_when_the_last_pass_is_full() {
 
 #[test]
 fn grouped_query_heads_are_not_split() {
-    let p = Problem::new(ProblemSpec {
-        batch: 1,
-        heads: 4,
-        kv_heads: 2,
-        seqlen_q: 1024,
-        seqlen_k: 1024,
-        head_dim: 64,
-        block_m: 128,
-        block_n: 128,
-    })
-    .unwrap();
+    let p = problem(1, 4, 2, 1024, 1024, 128, 128);
     let tm = Arc::new(TileMask::new(&p, &Mask::Full).unwrap());
     let machine = Machine { sms: 10, launch: LaunchPolicy::Persistent };
     let original = ScheduleKind::Naive.build(p, Mask::Full, tm, machine, &CostModel::default()).unwrap();
@@ -142,17 +124,7 @@ fn shares_of_short_units_stay_on_their_cta() {
     // and KV ascending, so the last pass holds the last head's shortest columns. 3 heads x 16 columns = 48 units on
     // 10 SMs: 8 tail units of 16, 14, ..., 2 visits, 72 in all, 7.2 per share; the last share spans three columns
     // of one head, which become one unit of three KV runs, so that it stays on its CTA.
-    let p = Problem::new(ProblemSpec {
-        batch: 1,
-        heads: 3,
-        kv_heads: 3,
-        seqlen_q: 2048,
-        seqlen_k: 2048,
-        head_dim: 128,
-        block_m: 64,
-        block_n: 128,
-    })
-    .unwrap();
+    let p = problem(1, 3, 3, 2048, 2048, 64, 128);
     let original = built(ScheduleKind::Descending, p, Mask::Causal, 10, LaunchPolicy::Persistent);
     let tail_start = original.units().len() / 10 * 10;
     let tail: Vec<usize> = original.units()[tail_start..].iter().map(|u| u.visits.len()).collect();
