@@ -639,20 +639,15 @@ struct Sm80MainLoop {
 
   static const void* kernel() { return reinterpret_cast<const void*>(&bwd_main_kernel<Cfg>); }
   static Params prepare(const BwdParams& p) { return p; }
-  // Plain launches: this loop's kernels do not wait for the kernel before them
-  // themselves (wait_for_prior_grid), so they are never launched to overlap it.
-  static constexpr bool kLaunchOverlap = false;
-  static cudaError_t launch(const Params& p, int grid, cudaStream_t stream, bool /*overlap_prior*/) {
+  static void launch(const Params& p, int grid, cudaStream_t stream) {
     bwd_main_kernel<Cfg><<<grid, kThreads, kSmemBytes, stream>>>(p);
-    return cudaGetLastError();
   }
 
   // dQ from the accumulator (row-major, padded rows: bwd_postprocess.cuh).
-  static cudaError_t launch_postprocess(const BwdParams& p, cudaStream_t stream, bool /*overlap_prior*/) {
+  static void launch_postprocess(const BwdParams& p, cudaStream_t stream) {
     bwd_postprocess_kernel<Cfg::HEAD_DIM>
         <<<dim3((p.seqlen_q + kPostprocessRows - 1) / kPostprocessRows, p.batch * p.heads), kPostprocessThreads, 0,
            stream>>>(p);
-    return cudaGetLastError();
   }
 };
 

@@ -34,7 +34,6 @@
 
 #include <cuda_bf16.h>
 #include <cstdint>
-#include <utility>
 
 #include <cute/tensor.hpp>
 #include <cute/arch/copy_sm90_tma.hpp>
@@ -971,14 +970,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) bwd_main_kernel(const __grid
     cute::prefetch_tma_descriptor(kp.tma_dv.get_tma_descriptor());
   }
   __syncthreads();
-  // Launched to overlap the preprocess's last CTAs (programmatic dependent
-  // launch): the set-up above ran meanwhile; LSE * log2 e, D and the zeroed
-  // semaphores are read only after that grid has finished. The postprocess may
-  // then be scheduled at once: it cannot share an SM with this kernel's CTAs (their
-  // shared memory fills it), so its CTAs land only on SMs this grid has left, and
-  // wait there for its results (wait_for_prior_grid).
-  wait_for_prior_grid();
-  allow_dependent_launch();
 
   if (warp < 4) {
     cutlass::arch::warpgroup_reg_dealloc<Cfg::kProducerRegs>();
@@ -1067,7 +1058,6 @@ __global__ void __launch_bounds__(Cfg::kConsumerThreads) bwd_postprocess_kernel(
 
   // The first rows of CTAs sum the split columns' dK/dV (dkv_fixup_block): first,
   // so that their longer reads start early.
-  wait_for_prior_grid();  // the main kernel's dQ accumulator and dK/dV partials
   constexpr int kPerTile = dkv_fixup_blocks_per_tile<Cfg>();
   const int fixup_blocks = p.num_split_kv_tiles * kPerTile;
   const int fixup_rows = (fixup_blocks + gridDim.x - 1) / gridDim.x;
@@ -1120,25 +1110,6 @@ __global__ void __launch_bounds__(Cfg::kConsumerThreads) bwd_postprocess_kernel(
 // Host side.
 // ---------------------------------------------------------------------------
 
-// Launches `kernel`, with programmatic stream serialization where overlap_prior
-// (the kernel must call wait_for_prior_grid before it uses the previous kernel's
-// results), else as a plain launch.
-template <class... Params, class... Args>
-cudaError_t launch_maybe_overlapped(void (*kernel)(Params...), dim3 grid, dim3 block, int smem_bytes,
-                                    cudaStream_t stream, bool overlap_prior, Args&&... args) {
-  cudaLaunchAttribute attr{};
-  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr.val.programmaticStreamSerializationAllowed = 1;
-  cudaLaunchConfig_t config{};
-  config.gridDim = grid;
-  config.blockDim = block;
-  config.dynamicSmemBytes = smem_bytes;
-  config.stream = stream;
-  config.attrs = &attr;
-  config.numAttrs = overlap_prior ? 1 : 0;
-  return cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...);
-}
-
 template <class Cfg>
 struct MainLoop {
   static constexpr int kThreads = Cfg::kThreads;
@@ -1174,24 +1145,20 @@ struct MainLoop {
     return kp;
   }
 
-  // overlap_prior: launch with programmatic stream serialization (the kernel
-  // may start while the preprocess finishes; see wait_for_prior_grid).
-  static constexpr bool kLaunchOverlap = true;
-  static cudaError_t launch(const Params& kp, int grid, cudaStream_t stream, bool overlap_prior) {
-    return launch_maybe_overlapped(bwd_main_kernel<Cfg>, dim3(grid), dim3(kThreads), kSmemBytes, stream,
-                                   overlap_prior, kp);
+  static void launch(const Params& kp, int grid, cudaStream_t stream) {
+    bwd_main_kernel<Cfg><<<grid, kThreads, kSmemBytes, stream>>>(kp);
   }
 
   // dQ from the accumulator, in this main loop's layout, and dK/dV of the split
   // columns, if any.
   static constexpr bool kSplitColumns = true;
   static constexpr int kDkvPartialFloats = dkv_partial_floats<Cfg>();
-  static cudaError_t launch_postprocess(const BwdParams& p, cudaStream_t stream, bool overlap_prior) {
+  static void launch_postprocess(const BwdParams& p, cudaStream_t stream) {
     // Rows of m_tiles CTAs before the (batch * head) ones sum the split columns' dK/dV.
     const int fixup_blocks = p.num_split_kv_tiles * dkv_fixup_blocks_per_tile<Cfg>();
     const int fixup_rows = (fixup_blocks + p.m_tiles - 1) / p.m_tiles;
-    return launch_maybe_overlapped(bwd_postprocess_kernel<Cfg>, dim3(p.m_tiles, p.batch * p.heads + fixup_rows),
-                                   dim3(Cfg::kConsumerThreads), 0, stream, overlap_prior, p);
+    bwd_postprocess_kernel<Cfg>
+        <<<dim3(p.m_tiles, p.batch * p.heads + fixup_rows), Cfg::kConsumerThreads, 0, stream>>>(p);
   }
 };
 

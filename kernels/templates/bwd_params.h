@@ -84,27 +84,6 @@ struct SpinError {
 // kernel (bench/NOTES.md run 18). The pad columns are never read.
 __host__ __device__ constexpr int dq_accum_row_stride(int head_dim) { return head_dim + 8; }
 
-// Programmatic dependent launch (sm_90 and later). The sm90 main loop's harness
-// launches the main kernel and the postprocess with
-// cudaLaunchAttributeProgrammaticStreamSerialization, so that each may be
-// scheduled while the kernel before it in the stream finishes, instead of after a
-// full drain and a fresh launch (docs/hopper.md, "Launch overlap"). Such a kernel
-// calls wait_for_prior_grid() before it touches anything the kernel before it
-// reads or writes; that kernel calls allow_dependent_launch() once per CTA (the
-// next grid is scheduled when every CTA has called it or exited). Both return at
-// once for a kernel launched without the attribute, and compile to nothing for
-// earlier architectures (the portable loop's sm_80 build).
-__device__ __forceinline__ void wait_for_prior_grid() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;\n" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void allow_dependent_launch() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-#endif
-}
-
 struct BwdParams {
   // Shape (the tile sizes and head dim are compile-time constants).
   int batch;

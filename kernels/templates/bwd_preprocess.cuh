@@ -22,10 +22,6 @@ constexpr int kPreprocessThreads = 256;
 
 template <int HEAD_DIM>
 __global__ void __launch_bounds__(kPreprocessThreads) bwd_preprocess_kernel(const BwdParams p) {
-  // The main kernel may be scheduled once every CTA of this grid has started
-  // (it cannot share an SM with one of these: its registers fill the SM), and
-  // waits for this grid's results itself (wait_for_prior_grid).
-  allow_dependent_launch();
   const int bh = blockIdx.y;
   const int b = bh / p.heads;
   const int h = bh % p.heads;

@@ -11,14 +11,9 @@
 // The FP32 reference runs by default when max(seqlen_q, seqlen_k) <= 4096;
 // --check forces it, --no-check skips it.
 //
-// The sm90 main loop's main kernel and postprocess are launched with
-// programmatic dependent launch (each may be scheduled while the kernel before it
-// finishes; docs/hopper.md, "Launch overlap"); --no-pdl launches them plainly.
-// The main kernel timed alone is always launched plainly.
-//
 // Usage: harness SCHEDULE_FILE [--reps N] [--warmup N] [--repeat-runs N]
 //                [--check | --no-check] [--seed S]
-//                [--spin-timeout-ms MS] [--trace PATH] [--no-pdl]
+//                [--spin-timeout-ms MS] [--trace PATH]
 //                [--batch B --heads H --seqlen-q SQ --seqlen-k SK]  (asserted against the file)
 
 #include <cuda_runtime.h>
@@ -395,7 +390,6 @@ struct Args {
   double spin_timeout_ms = 2000.0;
   const char* trace = nullptr;
   const char* dump = nullptr;  // directory for dq.bf16, dk.bf16, dv.bf16 (compared across variants by dashc)
-  bool pdl = true;             // programmatic dependent launch, where the main loop supports it
   int batch = -1, heads = -1, seqlen_q = -1, seqlen_k = -1;
 };
 
@@ -416,7 +410,6 @@ static Args parse_args(int argc, char** argv) {
     else if (s == "--spin-timeout-ms") a.spin_timeout_ms = std::atof(value());
     else if (s == "--trace") a.trace = value();
     else if (s == "--dump") a.dump = value();
-    else if (s == "--no-pdl") a.pdl = false;
     else if (s == "--batch") a.batch = std::atoi(value());
     else if (s == "--heads") a.heads = std::atoi(value());
     else if (s == "--seqlen-q") a.seqlen_q = std::atoi(value());
@@ -598,12 +591,14 @@ int main(int argc, char** argv) {
     bwd_preprocess_kernel<config::kHeadDim><<<dim3(sq_pad / kPreprocessRows, BH), kPreprocessThreads>>>(p);
     CHECK_LAUNCH();
   };
-  const bool pdl = args.pdl && MainLoop::kLaunchOverlap;
-  // overlap: launched to overlap the kernel before it (programmatic dependent launch).
-  auto launch_main_as = [&](bool overlap) { CHECK_CUDA(MainLoop::launch(main_params, grid, 0, overlap)); };
-  auto launch_post_as = [&](bool overlap) { CHECK_CUDA(MainLoop::launch_postprocess(p, 0, overlap)); };
-  auto launch_main = [&]() { launch_main_as(pdl); };
-  auto launch_post = [&]() { launch_post_as(pdl); };
+  auto launch_main = [&]() {
+    MainLoop::launch(main_params, grid, 0);
+    CHECK_LAUNCH();
+  };
+  auto launch_post = [&]() {
+    MainLoop::launch_postprocess(p, 0);
+    CHECK_LAUNCH();
+  };
   // Returns false (after printing the error) when a semaphore wait gave up.
   SpinError spin{};
   auto spin_ok = [&]() {
@@ -709,9 +704,9 @@ int main(int argc, char** argv) {
     auto time_main = [&] {
       launch_pre();
       CHECK_CUDA(cudaEventRecord(ev0));
-      launch_main_as(false);  // alone, from its own start
+      launch_main();
       CHECK_CUDA(cudaEventRecord(ev1));
-      launch_post_as(false);  // an event record stands between it and the main kernel
+      launch_post();
       CHECK_CUDA(cudaEventSynchronize(ev1));
       float ms = 0;
       CHECK_CUDA(cudaEventElapsedTime(&ms, ev0, ev1));
@@ -782,7 +777,7 @@ int main(int argc, char** argv) {
                                  : "check_failed";
   std::printf(
       "{\"schema_version\":1,\"tool\":\"${ tool }\",\"status\":\"%s\",\"schedule\":\"%s\",\"variant\":\"%s\","
-      "\"device\":\"%s\",\"sm_count\":%d,\"main_loop\":\"%s\",\"launch\":\"%s\",\"grid\":%d,\"pdl\":%s,"
+      "\"device\":\"%s\",\"sm_count\":%d,\"main_loop\":\"%s\",\"launch\":\"%s\",\"grid\":%d,"
       "\"shape\":{\"batch\":%d,\"heads\":%d,\"seqlen_q\":%d,\"seqlen_k\":%d,\"head_dim\":%d,\"block_m\":%d,"
       "\"block_n\":%d,\"mask\":\"%s\"},"
       "\"deterministic\":%s,\"units\":%zu,\"visits\":%zu,\"reps\":%d,"
@@ -793,7 +788,7 @@ int main(int argc, char** argv) {
       "\"main_kernel\":{\"registers\":%d,\"local_bytes\":%zu,\"smem_bytes\":%d},\"clocks\":%s,"
       "\"spin_error\":{\"code\":%d,\"unit\":%d,\"bh\":%d,\"q_tile\":%d,\"wanted_rank\":%d,\"seen\":%d}}\n",
       status.c_str(), sf.name.c_str(), config::kVariantName, prop.name, prop.multiProcessorCount, kMainLoopName,
-      sf.persistent_ctas > 0 ? "persistent" : "in-order", grid, pdl ? "true" : "false", B, H, SQ, SK, D, config::kBlockM, config::kBlockN, expected_mask.c_str(), config::kDeterministic ? "true" : "false", sf.units.size(),
+      sf.persistent_ctas > 0 ? "persistent" : "in-order", grid, B, H, SQ, SK, D, config::kBlockM, config::kBlockN, expected_mask.c_str(), config::kDeterministic ? "true" : "false", sf.units.size(),
       sf.visits.size(), args.reps, json_num(ms_total).c_str(), json_num(ms_main).c_str(),
       json_num(t_total.empty() ? NAN : *std::min_element(t_total.begin(), t_total.end())).c_str(),
       json_num(t_main.empty() ? NAN : *std::min_element(t_main.begin(), t_main.end())).c_str(),

@@ -307,11 +307,6 @@ pub struct HarnessResult {
     #[serde(default)]
     pub clocks: Option<Clocks>,
     pub spin_error: SpinError,
-    /// Whether the main kernel and the postprocess were launched to overlap the kernel before each
-    /// (programmatic dependent launch: the sm90 loop, unless the harness ran with --no-pdl); none from
-    /// harnesses built before it was recorded.
-    #[serde(default)]
-    pub pdl: Option<bool>,
 }
 
 /// NVML's SM clock, sampled once per timed whole backward while it runs.
