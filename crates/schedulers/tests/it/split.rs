@@ -38,8 +38,14 @@ fn the_last_pass_is_spread_over_every_sm_and_the_makespan_drops() {
         let original = built(ScheduleKind::SpreadShift, shape(3, 1024), Mask::Full, 10, launch);
         let split = split_tail(&original, &costs()).unwrap().expect("a partial last pass");
         assert_eq!(split.name(), "spread-shift+split");
-        // The full passes are untouched; the 4 columns of the last pass become shares of every SM.
-        assert_eq!(split.units()[..20], original.units()[..20]);
+        // The passes before the last full one are untouched; the last full pass holds whole original units (the
+        // tail draws from both heads of that window: spread_tail_over_heads); the 4 columns of the last pass become
+        // shares of every SM.
+        assert_eq!(split.units()[..10], original.units()[..10]);
+        let tiles = |u: &schedulers::Unit| (u.bh, u.visits.iter().map(|v| (v.kv, v.q)).collect::<Vec<_>>());
+        for unit in &split.units()[10..20] {
+            assert!(original.units()[10..].iter().any(|o| tiles(o) == tiles(unit)), "{:?}", tiles(unit));
+        }
         assert!(split.units().len() >= 30, "{} units", split.units().len());
         assert_eq!(split.order().split_columns(split.problem()), 4);
         assert_eq!(split.tasks(), original.tasks());
@@ -170,4 +176,38 @@ fn the_split_does_not_depend_on_the_costs() {
     let other = CostModel { unit_start: 5.0, unit_finish: 3.0, compute_partial: Some(0.4), ..costs() };
     let b = split_tail(&original, &other).unwrap().unwrap();
     assert_eq!(a.order(), b.order());
+}
+
+#[test]
+fn the_tail_draws_from_every_head_of_the_last_two_passes_so_no_dq_chain_outlasts_it() {
+    // Causal spread-symmetric-shift at 128 x 128 tiles, 5 heads of 16 columns: 8 units of two columns (17 visits)
+    // per head, 40 units on 12 SMs. The last full pass and the tail (units 24..40) are heads 3 and 4. Taken as the
+    // last 4 units, the tail would be head 4's alone: 8 contributions to each of its last dQ tiles, whose adds
+    // (0.9 each with the hand-off) outlast the 5.7 visits of a share. Spread, each head gives 2 units.
+    let original =
+        built(ScheduleKind::SpreadSymmetricShift, shape(5, 2048), Mask::Causal, 12, LaunchPolicy::Persistent);
+    assert!(original.units().iter().all(|u| u.visits.len() == 17));
+    let split = split_tail(&original, &costs()).unwrap().unwrap();
+    let mut tail_visits_per_head = [0usize; 5];
+    for unit in &split.units()[36..] {
+        tail_visits_per_head[unit.bh as usize] += unit.visits.len();
+    }
+    assert_eq!(tail_visits_per_head, [0, 0, 0, 34, 34]);
+    // Each head's last units in launch order go to the tail; the others stay whole in the last full pass.
+    let last_pass: Vec<u32> = split.units()[24..36].iter().map(|u| u.bh).collect();
+    assert_eq!(last_pass.iter().filter(|&&bh| bh == 3).count(), 6);
+    let evaluation = evaluate(split, &costs(), false).unwrap();
+    let sim = &evaluation.simulation;
+    let wait_share = sim.total_wait() / (sim.makespan * 12.0);
+    assert!(wait_share < 0.005, "{:.2}% of the time waiting", 100.0 * wait_share);
+}
+
+#[test]
+fn units_of_unequal_length_keep_the_tail_as_launched() {
+    // Causal descending: the window's columns differ in length; moving one into the last full pass would change
+    // what its SM runs before the tail.
+    let p = problem(1, 3, 3, 2048, 2048, 64, 128);
+    let original = built(ScheduleKind::Descending, p, Mask::Causal, 10, LaunchPolicy::Persistent);
+    let split = split_tail(&original, &costs()).unwrap().unwrap();
+    assert_eq!(split.units()[..40], original.units()[..40]);
 }
