@@ -11,9 +11,15 @@
 // The FP32 reference runs by default when max(seqlen_q, seqlen_k) <= 4096;
 // --check forces it, --no-check skips it.
 //
+// --placement-trials N (a diagnostic): after the timing, the main kernel is timed
+// again N times, each with the dQ accumulator in a freshly allocated buffer
+// behind a pad of a different size, to show whether its time depends on where
+// that buffer lies (bench/NOTES.md, runs 133-136: one schedule's main kernel
+// measured 4.9 and 5.4 ms at the same clock from one run to the next).
+//
 // Usage: harness SCHEDULE_FILE [--reps N] [--warmup N] [--repeat-runs N]
 //                [--check | --no-check] [--seed S]
-//                [--spin-timeout-ms MS] [--trace PATH]
+//                [--spin-timeout-ms MS] [--trace PATH] [--placement-trials N]
 //                [--batch B --heads H --seqlen-q SQ --seqlen-k SK]  (asserted against the file)
 
 #include <cuda_runtime.h>
@@ -390,6 +396,7 @@ struct Args {
   double spin_timeout_ms = 2000.0;
   const char* trace = nullptr;
   const char* dump = nullptr;  // directory for dq.bf16, dk.bf16, dv.bf16 (compared across variants by dashc)
+  int placement_trials = 0;    // see the header comment
   int batch = -1, heads = -1, seqlen_q = -1, seqlen_k = -1;
 };
 
@@ -410,6 +417,7 @@ static Args parse_args(int argc, char** argv) {
     else if (s == "--spin-timeout-ms") a.spin_timeout_ms = std::atof(value());
     else if (s == "--trace") a.trace = value();
     else if (s == "--dump") a.dump = value();
+    else if (s == "--placement-trials") a.placement_trials = std::atoi(value());
     else if (s == "--batch") a.batch = std::atoi(value());
     else if (s == "--heads") a.heads = std::atoi(value());
     else if (s == "--seqlen-q") a.seqlen_q = std::atoi(value());
@@ -420,6 +428,7 @@ static Args parse_args(int argc, char** argv) {
   }
   if (!a.schedule) fail_input("usage: harness SCHEDULE_FILE [options]");
   if (a.reps < 1 || a.repeat_runs < 2 || a.warmup < 0) fail_input("--reps >= 1, --repeat-runs >= 2, --warmup >= 0");
+  if (a.placement_trials < 0 || a.placement_trials > 64) fail_input("--placement-trials takes 0 to 64");
   return a;
 }
 
@@ -575,7 +584,7 @@ int main(int argc, char** argv) {
   cudaFuncAttributes main_attr;
   CHECK_CUDA(cudaFuncGetAttributes(&main_attr, MainLoop::kernel()));
   // The TMA descriptors (Hopper main loop) are built once: they describe the buffers, not a run.
-  const MainLoop::Params main_params = MainLoop::prepare(p);
+  MainLoop::Params main_params = MainLoop::prepare(p);  // rebuilt by --placement-trials
 
   cudaEvent_t ev0, ev1;
   CHECK_CUDA(cudaEventCreate(&ev0));
@@ -739,6 +748,43 @@ int main(int argc, char** argv) {
     }
   }
 
+  // ---- Diagnostic (--placement-trials): the main kernel against where the dQ accumulator lies.
+  std::string placement_json = "[]";
+  if (args.placement_trials > 0 && !timed_out) {
+    std::vector<void*> held;  // kept until the end, so that every trial's buffer lies somewhere new
+    placement_json = "[";
+    for (int t = 0; t < args.placement_trials; ++t) {
+      const size_t pad_bytes = (size_t)(t + 1) * (1u << 20) + (size_t)t * (64u << 10);
+      void* pad = nullptr;
+      CHECK_CUDA(cudaMalloc(&pad, pad_bytes));
+      held.push_back(pad);
+      float* acc = device_alloc<float>(dq_accum_floats);
+      held.push_back(acc);
+      p.dq_accum = acc;
+      main_params = MainLoop::prepare(p);
+      std::vector<float> trial_ms;
+      for (int i = 0; i < args.reps; ++i) {
+        launch_pre();
+        CHECK_CUDA(cudaEventRecord(ev0));
+        launch_main();
+        CHECK_CUDA(cudaEventRecord(ev1));
+        launch_post();
+        CHECK_CUDA(cudaEventSynchronize(ev1));
+        float ms = 0;
+        CHECK_CUDA(cudaEventElapsedTime(&ms, ev0, ev1));
+        trial_ms.push_back(ms);
+      }
+      char entry[192];
+      std::snprintf(entry, sizeof entry, "%s{\"pad_bytes\":%zu,\"address\":\"0x%llx\",\"main_median\":%s}", t ? "," : "",
+                    pad_bytes, (unsigned long long)(uintptr_t)acc, json_num(median(trial_ms)).c_str());
+      placement_json += entry;
+    }
+    placement_json += "]";
+    p.dq_accum = dq_accum;
+    main_params = MainLoop::prepare(p);
+    for (void* h : held) CHECK_CUDA(cudaFree(h));
+  }
+
   // The stamps of the last timed run, in the text format of docs/trace-format.md. Written to a
   // temporary name and renamed, so that a failed write leaves no file that looks complete.
   if (config::kTrace && args.trace && !timed_out) {
@@ -785,7 +831,7 @@ int main(int argc, char** argv) {
       "\"tflops\":{\"total\":%s,\"main\":%s},"
       "\"check\":{\"ran\":%s,\"rel_l2_dq\":%s,\"rel_l2_dk\":%s,\"rel_l2_dv\":%s,\"tolerance\":%g},"
       "\"finite\":%s,\"poison_ok\":%s,\"repeatable\":%s,\"repeat_runs\":%d,"
-      "\"main_kernel\":{\"registers\":%d,\"local_bytes\":%zu,\"smem_bytes\":%d},\"clocks\":%s,"
+      "\"main_kernel\":{\"registers\":%d,\"local_bytes\":%zu,\"smem_bytes\":%d},\"clocks\":%s,\"placement_trials\":%s,"
       "\"spin_error\":{\"code\":%d,\"unit\":%d,\"bh\":%d,\"q_tile\":%d,\"wanted_rank\":%d,\"seen\":%d}}\n",
       status.c_str(), sf.name.c_str(), config::kVariantName, prop.name, prop.multiProcessorCount, kMainLoopName,
       sf.persistent_ctas > 0 ? "persistent" : "in-order", grid, B, H, SQ, SK, D, config::kBlockM, config::kBlockN, expected_mask.c_str(), config::kDeterministic ? "true" : "false", sf.units.size(),
@@ -796,7 +842,7 @@ int main(int argc, char** argv) {
       do_check && !timed_out ? "true" : "false", json_num(e_dq.rel_l2).c_str(), json_num(e_dk.rel_l2).c_str(),
       json_num(e_dv.rel_l2).c_str(), tol, finite ? "true" : "false", poison_ok ? "true" : "false",
       repeatable ? "true" : "false", args.repeat_runs, main_attr.numRegs, main_attr.localSizeBytes,
-      MainLoop::kSmemBytes, clocks.json().c_str(), spin.code, spin.unit, spin.bh, spin.q_tile, spin.wanted_rank, spin.seen_value);
+      MainLoop::kSmemBytes, clocks.json().c_str(), placement_json.c_str(), spin.code, spin.unit, spin.bh, spin.q_tile, spin.wanted_rank, spin.seen_value);
   if (timed_out && spin.code == 3) {
     std::fprintf(stderr, "error: the main kernel's shared memory starts at 0x%x, not 1 KiB aligned; nothing ran\n",
                  (unsigned)spin.seen_value);
