@@ -12,10 +12,12 @@
 // --check forces it, --no-check skips it.
 //
 // --placement-trials N (a diagnostic): after the timing, the main kernel is timed
-// again N times, each with the dQ accumulator in a freshly allocated buffer
-// behind a pad of a different size, to show whether its time depends on where
-// that buffer lies (bench/NOTES.md, runs 133-136: one schedule's main kernel
-// measured 4.9 and 5.4 ms at the same clock from one run to the next).
+// again N times, the even trials with the dQ accumulator in a freshly allocated
+// buffer behind a pad of a different size, the odd ones with the first buffer
+// again (which separates where the buffer lies from when the trial runs), to
+// show whether its time depends on where that buffer lies (bench/NOTES.md,
+// runs 133-137: one schedule's main kernel measured 4.9 and 5.4 ms at the same
+// clock from one run to the next).
 //
 // Usage: harness SCHEDULE_FILE [--reps N] [--warmup N] [--repeat-runs N]
 //                [--check | --no-check] [--seed S]
@@ -754,12 +756,15 @@ int main(int argc, char** argv) {
     std::vector<void*> held;  // kept until the end, so that every trial's buffer lies somewhere new
     placement_json = "[";
     for (int t = 0; t < args.placement_trials; ++t) {
-      const size_t pad_bytes = (size_t)(t + 1) * (1u << 20) + (size_t)t * (64u << 10);
-      void* pad = nullptr;
-      CHECK_CUDA(cudaMalloc(&pad, pad_bytes));
-      held.push_back(pad);
-      float* acc = device_alloc<float>(dq_accum_floats);
-      held.push_back(acc);
+      const size_t pad_bytes = t % 2 ? 0 : (size_t)(t + 1) * (1u << 20) + (size_t)t * (64u << 10);
+      float* acc = dq_accum;
+      if (pad_bytes > 0) {
+        void* pad = nullptr;
+        CHECK_CUDA(cudaMalloc(&pad, pad_bytes));
+        held.push_back(pad);
+        acc = device_alloc<float>(dq_accum_floats);
+        held.push_back(acc);
+      }
       p.dq_accum = acc;
       main_params = MainLoop::prepare(p);
       std::vector<float> trial_ms;
