@@ -693,6 +693,18 @@ int main(int argc, char** argv) {
   // slower than the first loop's fastest whole backward, which contains it
   // (bench/NOTES.md, run 82).
   std::vector<float> t_total, t_main;
+  // One main kernel alone, from its own start (the preprocess before it, the postprocess after it), in ms.
+  auto main_alone_ms = [&] {
+    launch_pre();
+    CHECK_CUDA(cudaEventRecord(ev0));
+    launch_main();
+    CHECK_CUDA(cudaEventRecord(ev1));
+    launch_post();
+    CHECK_CUDA(cudaEventSynchronize(ev1));
+    float ms = 0;
+    CHECK_CUDA(cudaEventElapsedTime(&ms, ev0, ev1));
+    return ms;
+  };
   ClockSampler clocks(0);
   if (!timed_out) {
     for (int i = 0; i < args.warmup; ++i) {
@@ -712,17 +724,7 @@ int main(int argc, char** argv) {
       CHECK_CUDA(cudaEventElapsedTime(&ms, ev0, ev1));
       t_total.push_back(ms);
     };
-    auto time_main = [&] {
-      launch_pre();
-      CHECK_CUDA(cudaEventRecord(ev0));
-      launch_main();
-      CHECK_CUDA(cudaEventRecord(ev1));
-      launch_post();
-      CHECK_CUDA(cudaEventSynchronize(ev1));
-      float ms = 0;
-      CHECK_CUDA(cudaEventElapsedTime(&ms, ev0, ev1));
-      t_main.push_back(ms);
-    };
+    auto time_main = [&] { t_main.push_back(main_alone_ms()); };
     for (int i = 0; i < args.reps; ++i) {
       if (i % 2 == 0) {
         time_total();
@@ -768,17 +770,7 @@ int main(int argc, char** argv) {
       p.dq_accum = acc;
       main_params = MainLoop::prepare(p);
       std::vector<float> trial_ms;
-      for (int i = 0; i < args.reps; ++i) {
-        launch_pre();
-        CHECK_CUDA(cudaEventRecord(ev0));
-        launch_main();
-        CHECK_CUDA(cudaEventRecord(ev1));
-        launch_post();
-        CHECK_CUDA(cudaEventSynchronize(ev1));
-        float ms = 0;
-        CHECK_CUDA(cudaEventElapsedTime(&ms, ev0, ev1));
-        trial_ms.push_back(ms);
-      }
+      for (int i = 0; i < args.reps; ++i) trial_ms.push_back(main_alone_ms());
       char entry[192];
       std::snprintf(entry, sizeof entry, "%s{\"pad_bytes\":%zu,\"address\":\"0x%llx\",\"main_median\":%s}", t ? "," : "",
                     pad_bytes, (unsigned long long)(uintptr_t)acc, json_num(median(trial_ms)).c_str());

@@ -43,8 +43,8 @@ pub fn split_tail(schedule: &Schedule, costs: &CostModel) -> Result<Option<Sched
     if problem.group() > 1 || tail_start == units.len() || sms < 2 {
         return Ok(None);
     }
-    let (units, window_start) = spread_tail_over_heads(units, sms);
-    let tail = &units[tail_start..];
+    let (window_start, window) = spread_tail_over_heads(units, sms);
+    let (last_full_pass, tail) = window.split_at(tail_start - window_start);
 
     // Shares of equal visit counts: visit t of the T in the concatenated tail goes to the share its midpoint falls
     // in, floor((t + 1/2) * P / T). The cut and the ranks below count visits and nothing else, so that a split is
@@ -102,7 +102,8 @@ pub fn split_tail(schedule: &Schedule, costs: &CostModel) -> Result<Option<Sched
         placed.extend(by_share.iter().filter_map(|s| s.get(pass).map(Vec::as_slice)));
     }
 
-    let mut order = Order { units: units[..tail_start].to_vec() };
+    let mut order = Order { units: units[..window_start].to_vec() };
+    order.units.extend_from_slice(last_full_pass);
     for unit_pieces in placed {
         let bh = tail[pieces[unit_pieces[0]].1].bh;
         let visits = unit_pieces.iter().flat_map(|&i| &tail[pieces[i].1].visits[pieces[i].2..pieces[i].3]).copied();
@@ -119,19 +120,19 @@ pub fn split_tail(schedule: &Schedule, costs: &CostModel) -> Result<Option<Sched
     Ok(Some(split))
 }
 
-/// `units` with the last full pass and the tail (the window, from the returned start on) reordered: the window's
-/// units that stay in the full pass, in launch order, then the tail's, in launch order. The tail takes from every
-/// (batch, head) of the window a share of its T units in proportion to that head's units in the window (largest
-/// remainders; ties to the head that comes first), each head's last ones. The order is kept, and the returned
-/// start is the tail's, where there is no full pass or where the window's units differ in length (spt, descending,
-/// naive at causal masks): there a swap between the last full pass and the tail would change what each SM runs
-/// before the tail, which the equal shares assume to be the same.
-fn spread_tail_over_heads(units: &[Unit], sms: usize) -> (Vec<Unit>, usize) {
+/// Where the window (the last full pass and the tail) starts in `units`, and its units reordered: those that stay
+/// in the full pass, in launch order, then the tail's, in launch order. The tail takes from every (batch, head) of
+/// the window a share of its T units in proportion to that head's units in the window (largest remainders; ties
+/// to the head that comes first), each head's last ones. Where there is no full pass, or where the window's units
+/// differ in length (spt, descending, naive at causal masks), the window is the tail alone, in its order: there a
+/// swap between the last full pass and the tail would change what each SM runs before the tail, which the equal
+/// shares assume to be the same. Only the window is copied: the passes before it may hold millions of visits.
+fn spread_tail_over_heads(units: &[Unit], sms: usize) -> (usize, Vec<Unit>) {
     let tail_start = units.len() / sms * sms;
     let window_start = tail_start.saturating_sub(sms);
     let window = &units[window_start..];
     if window_start == tail_start || window.iter().any(|u| u.visits.len() != window[0].visits.len()) {
-        return (units.to_vec(), tail_start);
+        return (tail_start, units[tail_start..].to_vec());
     }
     let tail_len = units.len() - tail_start;
     // The window's heads in order of first appearance, with their units' positions in the window.
@@ -156,10 +157,9 @@ fn spread_tail_over_heads(units: &[Unit], sms: usize) -> (Vec<Unit>, usize) {
             in_tail[i] = true;
         }
     }
-    let mut reordered = units[..window_start].to_vec();
-    reordered.extend(window.iter().zip(&in_tail).filter(|(_, t)| !**t).map(|(u, _)| u.clone()));
-    reordered.extend(window.iter().zip(&in_tail).filter(|(_, t)| **t).map(|(u, _)| u.clone()));
-    (reordered, window_start)
+    let stays = window.iter().zip(&in_tail).filter(|(_, t)| !**t);
+    let goes = window.iter().zip(&in_tail).filter(|(_, t)| **t);
+    (window_start, stays.chain(goes).map(|(u, _)| u.clone()).collect())
 }
 
 /// Ranks of every dQ tile the units from `start` on contribute to: the earlier units' contributions keep their
@@ -169,7 +169,7 @@ fn rerank_tail(order: &mut Order, start: usize, machine: Machine, problem: &Prob
     let (sms, launch) = (machine.sms as usize, machine.launch);
     let m = problem.m_tiles() as usize;
     let tiles = problem.bh_count() as usize * m;
-    // Idealized arrival of every tail visit, in visits: the SMs start the tail together at 0.
+    // Idealized arrival of every visit from `start` on, in visits: the SMs start there together at 0.
     let mut sm_free = vec![0usize; sms];
     let mut arrivals: Vec<(usize, usize, usize)> = Vec::new(); // (unit, visit, time)
     for (ui, unit) in order.units.iter().enumerate().skip(start) {
