@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# Is the main kernel's time a function of where its buffers lie? Runs 133-136 measured one schedule's main kernel
-# at 4.9 and at 5.4 ms from one process to the next, at the same clock. For each of two configurations (the split
-# schedules of hd64 causal 16384 and hd128 full 4096), PROCS fresh harness processes (default 6), each timing the
-# main kernel (median of 10) with its own buffers and then with the dQ accumulator moved TRIALS times (default 6;
-# harness --placement-trials). Carry target/dashc-dev and target/cutlass-wheel. Output: $OUT/placement/*.json and
-# a table on stdout.
+# Is the main kernel's time a function of where its buffers lie, or of when it runs? Runs 133-137 measured one
+# schedule's main kernel at 4.9 and at 5.4 ms within and between processes, at the same clock. For each of two
+# configurations (the split schedules of hd64 causal 16384 and hd128 full 4096), PROCS fresh harness processes
+# (default 6), each timing the main kernel (REPS repetitions, default 10) with its own buffers and then TRIALS more
+# times (default 6; harness --placement-trials): even trials with the dQ accumulator in a new buffer, odd trials with
+# the first buffer again. Every repetition carries an NVML reading (SM clock, board power, limit flags: "main_reps").
+# SUSTAIN=N (default 0) adds one process per configuration that times N repetitions in a row, to show the time
+# against power under sustained load. Carry target/dashc-dev and target/cutlass-wheel. Output:
+# $OUT/placement/*.json and a table on stdout.
 set -uo pipefail
 export PATH=/usr/local/cuda/bin:$PATH
 : "${OUT:?OUT must name the folder to write to (the device machine sets it)}"
@@ -25,19 +28,41 @@ for c in "${configs[@]}"; do
   name=${c%%|*}; g=/tmp/placement-$name
   [ -x $g/harness ] || { echo "no harness for $name"; continue; }
   for i in $(seq 1 ${PROCS:-6}); do
-    (cd $g && ./harness schedule.txt --no-check --reps 10 --repeat-runs 2 --placement-trials ${TRIALS:-6}) \
+    (cd $g && ./harness schedule.txt --no-check --reps ${REPS:-10} --repeat-runs 2 --placement-trials ${TRIALS:-6}) \
       > $R/$name-proc$i.json 2> $R/$name-proc$i.err || echo "run failed $name $i"
   done
+  if [ "${SUSTAIN:-0}" -gt 0 ]; then
+    (cd $g && ./harness schedule.txt --no-check --reps $SUSTAIN --repeat-runs 2) \
+      > $R/$name-sustain.json 2> $R/$name-sustain.err || echo "run failed $name sustain"
+  fi
   echo "$name done at ${SECONDS}s"
 done
 python3 - "$R" <<'PY'
-import glob, json, sys
-for f in sorted(glob.glob(sys.argv[1] + "/*-proc*.json")):
+import glob, json, statistics, sys
+for f in sorted(glob.glob(sys.argv[1] + "/*.json")):
     try:
         r = json.load(open(f))
     except Exception:
         print(f, "no result"); continue
-    trials = " ".join(f"{t['main_median']:.3f}" for t in r.get("placement_trials", []))
-    print(f"{f.split('/')[-1]:32s} {r['status']:4s} main {r['time_ms']['main_median']:.3f} (min {r['time_ms']['main_min']:.3f}) "
-          f"MHz {r['clocks']['sm_mhz_median'] if r.get('clocks') else '-'} | moved accumulator: {trials}")
+    name = f.split('/')[-1]
+    t = r.get("placement_trials", [])
+    first = [x["main_median"] for x in t if x["pad_bytes"] == 0]
+    moved = [x["main_median"] for x in t if x["pad_bytes"] > 0]
+    c = r.get("clocks") or {}
+    print(f"{name:32s} {r['status']:4s} main {r['time_ms']['main_median']:.3f} (min {r['time_ms']['main_min']:.3f}) "
+          f"MHz {c.get('sm_mhz_median', '-')} W {c.get('power_w_median', '-')} | "
+          f"trials, first buffer: {' '.join(f'{x:.3f}' for x in first)} | moved: {' '.join(f'{x:.3f}' for x in moved)}")
+    reps = r.get("main_reps", [])
+    if reps:  # the repetitions in order: ms/watts, 10 to a line
+        cells = [f"{ms:.2f}/{w:.0f}{'*' if lim else ''}" if w is not None else f"{ms:.2f}/-" for ms, mhz, w, lim in reps]
+        for i in range(0, len(cells), 10):
+            print("    " + " ".join(cells[i:i + 10]))
+        timed = [(ms, w) for ms, mhz, w, lim in reps if w is not None]
+        if len(timed) > 2:
+            ms, w = zip(*timed)
+            try:
+                print(f"    correlation ms~watts {statistics.correlation(ms, w):+.2f} over {len(timed)} readings "
+                      f"(* = power or thermal limit flagged)")
+            except statistics.StatisticsError:
+                pass
 PY

@@ -19,6 +19,9 @@
 // runs 133-137: one schedule's main kernel measured 4.9 and 5.4 ms at the same
 // clock from one run to the next).
 //
+// Every main kernel timed alone is listed in order ("main_reps": ms, SM clock,
+// board power, limit flags, read from NVML while it ran).
+//
 // Usage: harness SCHEDULE_FILE [--reps N] [--warmup N] [--repeat-runs N]
 //                [--check | --no-check] [--seed S]
 //                [--spin-timeout-ms MS] [--trace PATH] [--placement-trials N]
@@ -307,19 +310,27 @@ static std::string json_num(double x) {
   return buf;
 }
 
-// The SM clock and the clock-event (throttle) reasons while the timed runs execute,
-// read from NVML. NVML comes with the driver (libnvidia-ml.so.1), not with the
-// toolkit that builds this harness, so it is opened at run time and its few entry
-// points are declared here (their C signatures, stable across NVML versions).
-// Without it the harness reports no clocks and times as before.
+// The SM clock, the board power and the clock-event (throttle) reasons while the
+// timed runs execute, read from NVML. NVML comes with the driver
+// (libnvidia-ml.so.1), not with the toolkit that builds this harness, so it is
+// opened at run time and its few entry points are declared here (their C
+// signatures, stable across NVML versions). Without it the harness reports no
+// clocks and times as before.
 class ClockSampler {
  public:
+  // One reading taken while a timed kernel still ran.
+  struct Reading {
+    unsigned mhz = 0;
+    double watts = NAN;  // NaN where NVML gives no power reading
+    bool limited = false;
+  };
   explicit ClockSampler(int cuda_device) {
     lib_ = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
     if (!lib_) return;
     auto init = reinterpret_cast<int (*)()>(dlsym(lib_, "nvmlInit_v2"));
     auto by_bus = reinterpret_cast<int (*)(const char*, void**)>(dlsym(lib_, "nvmlDeviceGetHandleByPciBusId_v2"));
     clock_ = reinterpret_cast<int (*)(void*, int, unsigned*)>(dlsym(lib_, "nvmlDeviceGetClockInfo"));
+    power_ = reinterpret_cast<int (*)(void*, unsigned*)>(dlsym(lib_, "nvmlDeviceGetPowerUsage"));
     reasons_ = reinterpret_cast<int (*)(void*, unsigned long long*)>(
         dlsym(lib_, "nvmlDeviceGetCurrentClocksEventReasons"));
     if (!reasons_)  // the name before NVML 12.2
@@ -336,32 +347,41 @@ class ClockSampler {
     if (initialized_) shutdown_();
     if (lib_) dlclose(lib_);
   }
-  // One sample of the timed backward whose end `done` records. Kept only if the GPU was
-  // still running it once the sample was read: a short backward can be over before
-  // NVML answers, and an idle GPU's clock says nothing about the run.
-  void sample(cudaEvent_t done) {
-    if (!device_) return;
-    unsigned mhz = 0;
-    if (clock_(device_, /* NVML_CLOCK_SM */ 1, &mhz) != 0) return;
+  // A reading of the kernels that `done` ends, or false if the GPU had finished them
+  // by the time the reading was taken: a short backward can be over before NVML
+  // answers, and an idle GPU's clock says nothing about the run.
+  bool read(cudaEvent_t done, Reading& r) {
+    if (!device_) return false;
+    if (clock_(device_, /* NVML_CLOCK_SM */ 1, &r.mhz) != 0) return false;
+    unsigned milliwatts = 0;
+    r.watts = power_ && power_(device_, &milliwatts) == 0 ? milliwatts * 1e-3 : NAN;
     unsigned long long why = 0;
-    const bool have_why = reasons_ && reasons_(device_, &why) == 0;
+    // Power or thermal limits: SW power cap, HW slowdown, SW thermal, HW thermal, HW power brake.
+    constexpr unsigned long long kLimited = 0x4 | 0x8 | 0x20 | 0x40 | 0x80;
+    r.limited = reasons_ && reasons_(device_, &why) == 0 && (why & kLimited);
     const cudaError_t state = cudaEventQuery(done);
     // The runtime may keep the "not ready" answer as its last error, and the next launch's
     // cudaGetLastError check would take it for a failure (PyTorch clears it the same way).
     if (state == cudaErrorNotReady && cudaPeekAtLastError() == cudaErrorNotReady) (void)cudaGetLastError();
-    if (state != cudaErrorNotReady) return;
-    sm_mhz_.push_back(static_cast<float>(mhz));
-    // Power or thermal limits: SW power cap, HW slowdown, SW thermal, HW thermal, HW power brake.
-    constexpr unsigned long long kLimited = 0x4 | 0x8 | 0x20 | 0x40 | 0x80;
-    if (have_why && (why & kLimited)) ++limited_;
+    return state == cudaErrorNotReady;
+  }
+  // One sample of the timed backward whose end `done` records, kept for "clocks".
+  void sample(cudaEvent_t done) {
+    Reading r;
+    if (!read(done, r)) return;
+    sm_mhz_.push_back(static_cast<float>(r.mhz));
+    if (std::isfinite(r.watts)) watts_.push_back(static_cast<float>(r.watts));
+    if (r.limited) ++limited_;
   }
   // The JSON value of "clocks": null without samples.
   std::string json() const {
     if (sm_mhz_.empty()) return "null";
     const float lowest = *std::min_element(sm_mhz_.begin(), sm_mhz_.end());
-    char buf[160];
-    std::snprintf(buf, sizeof buf, "{\"sm_mhz_median\":%.0f,\"sm_mhz_min\":%.0f,\"samples\":%zu,\"limited\":%d}",
-                  median(sm_mhz_), lowest, sm_mhz_.size(), limited_);
+    char buf[200];
+    std::snprintf(buf, sizeof buf,
+                  "{\"sm_mhz_median\":%.0f,\"sm_mhz_min\":%.0f,\"samples\":%zu,\"limited\":%d,\"power_w_median\":%s}",
+                  median(sm_mhz_), lowest, sm_mhz_.size(), limited_,
+                  json_num(watts_.empty() ? NAN : median(watts_)).c_str());
     return buf;
   }
 
@@ -370,9 +390,10 @@ class ClockSampler {
   void* device_ = nullptr;
   bool initialized_ = false;
   int (*clock_)(void*, int, unsigned*) = nullptr;
+  int (*power_)(void*, unsigned*) = nullptr;
   int (*reasons_)(void*, unsigned long long*) = nullptr;
   int (*shutdown_)() = nullptr;
-  std::vector<float> sm_mhz_;
+  std::vector<float> sm_mhz_, watts_;
   int limited_ = 0;
 };
 
@@ -693,6 +714,11 @@ int main(int argc, char** argv) {
   // slower than the first loop's fastest whole backward, which contains it
   // (bench/NOTES.md, run 82).
   std::vector<float> t_total, t_main;
+  ClockSampler clocks(0);
+  // Every main kernel timed alone, in order, with an NVML reading taken while it ran
+  // (where it was still running once NVML answered): "main_reps" in the JSON, to
+  // show how its time moves within a process and with the power drawn.
+  std::string main_reps_json;
   // One main kernel alone, from its own start (the preprocess before it, the postprocess after it), in ms.
   auto main_alone_ms = [&] {
     launch_pre();
@@ -700,12 +726,18 @@ int main(int argc, char** argv) {
     launch_main();
     CHECK_CUDA(cudaEventRecord(ev1));
     launch_post();
+    ClockSampler::Reading r;
+    const bool have = clocks.read(ev1, r);
     CHECK_CUDA(cudaEventSynchronize(ev1));
     float ms = 0;
     CHECK_CUDA(cudaEventElapsedTime(&ms, ev0, ev1));
+    char entry[96];
+    std::snprintf(entry, sizeof entry, "%s[%s,%s,%s,%s]", main_reps_json.empty() ? "" : ",", json_num(ms).c_str(),
+                  have ? std::to_string(r.mhz).c_str() : "null", json_num(have ? r.watts : NAN).c_str(),
+                  have ? (r.limited ? "1" : "0") : "null");
+    main_reps_json += entry;
     return ms;
   };
-  ClockSampler clocks(0);
   if (!timed_out) {
     for (int i = 0; i < args.warmup; ++i) {
       launch_pre();
@@ -771,9 +803,11 @@ int main(int argc, char** argv) {
       main_params = MainLoop::prepare(p);
       std::vector<float> trial_ms;
       for (int i = 0; i < args.reps; ++i) trial_ms.push_back(main_alone_ms());
-      char entry[192];
-      std::snprintf(entry, sizeof entry, "%s{\"pad_bytes\":%zu,\"address\":\"0x%llx\",\"main_median\":%s}", t ? "," : "",
-                    pad_bytes, (unsigned long long)(uintptr_t)acc, json_num(median(trial_ms)).c_str());
+      char entry[224];
+      std::snprintf(entry, sizeof entry,
+                    "%s{\"pad_bytes\":%zu,\"address\":\"0x%llx\",\"main_median\":%s,\"main_min\":%s}", t ? "," : "",
+                    pad_bytes, (unsigned long long)(uintptr_t)acc, json_num(median(trial_ms)).c_str(),
+                    json_num(*std::min_element(trial_ms.begin(), trial_ms.end())).c_str());
       placement_json += entry;
     }
     placement_json += "]";
@@ -829,6 +863,7 @@ int main(int argc, char** argv) {
       "\"check\":{\"ran\":%s,\"rel_l2_dq\":%s,\"rel_l2_dk\":%s,\"rel_l2_dv\":%s,\"tolerance\":%g},"
       "\"finite\":%s,\"poison_ok\":%s,\"repeatable\":%s,\"repeat_runs\":%d,"
       "\"main_kernel\":{\"registers\":%d,\"local_bytes\":%zu,\"smem_bytes\":%d},\"clocks\":%s,\"placement_trials\":%s,"
+      "\"main_reps\":[%s],"
       "\"spin_error\":{\"code\":%d,\"unit\":%d,\"bh\":%d,\"q_tile\":%d,\"wanted_rank\":%d,\"seen\":%d}}\n",
       status.c_str(), sf.name.c_str(), config::kVariantName, prop.name, prop.multiProcessorCount, kMainLoopName,
       sf.persistent_ctas > 0 ? "persistent" : "in-order", grid, B, H, SQ, SK, D, config::kBlockM, config::kBlockN, expected_mask.c_str(), config::kDeterministic ? "true" : "false", sf.units.size(),
@@ -839,7 +874,7 @@ int main(int argc, char** argv) {
       do_check && !timed_out ? "true" : "false", json_num(e_dq.rel_l2).c_str(), json_num(e_dk.rel_l2).c_str(),
       json_num(e_dv.rel_l2).c_str(), tol, finite ? "true" : "false", poison_ok ? "true" : "false",
       repeatable ? "true" : "false", args.repeat_runs, main_attr.numRegs, main_attr.localSizeBytes,
-      MainLoop::kSmemBytes, clocks.json().c_str(), placement_json.c_str(), spin.code, spin.unit, spin.bh, spin.q_tile, spin.wanted_rank, spin.seen_value);
+      MainLoop::kSmemBytes, clocks.json().c_str(), placement_json.c_str(), main_reps_json.c_str(), spin.code, spin.unit, spin.bh, spin.q_tile, spin.wanted_rank, spin.seen_value);
   if (timed_out && spin.code == 3) {
     std::fprintf(stderr, "error: the main kernel's shared memory starts at 0x%x, not 1 KiB aligned; nothing ran\n",
                  (unsigned)spin.seen_value);

@@ -317,6 +317,10 @@ pub struct Clocks {
     pub samples: u32,
     /// Samples taken while a power or thermal limit held the clock down (NVML's clock-event reasons).
     pub limited: u32,
+    /// The board's power draw (NVML, watts), median over the same samples; none from harnesses before it was
+    /// recorded or where NVML gives no reading.
+    #[serde(default)]
+    pub power_w_median: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

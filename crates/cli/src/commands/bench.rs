@@ -216,8 +216,9 @@ fn status_cell(rounds: &[&Measured]) -> String {
     "ok".into()
 }
 
-/// The deterministic build's SM clock over its timed runs: the mean of the rounds' medians, and how many samples
-/// a power or thermal limit held down ("-" where the harness could not read NVML).
+/// The deterministic build's SM clock over its timed runs: the mean of the rounds' medians, how many samples a
+/// power or thermal limit held down, and the board power (the mean of the rounds' medians, where every round has
+/// one); "-" where the harness could not read NVML.
 fn clock_cell(rounds: &[&Measured]) -> String {
     let clocks: Option<Vec<&Clocks>> = rounds.iter().map(|m| m.deterministic.clocks.as_ref()).collect();
     match clocks {
@@ -225,7 +226,11 @@ fn clock_cell(rounds: &[&Measured]) -> String {
             let mhz = c.iter().map(|c| c.sm_mhz_median).sum::<f64>() / c.len() as f64;
             let limited: u32 = c.iter().map(|c| c.limited).sum();
             let samples: u32 = c.iter().map(|c| c.samples).sum();
-            format!("{mhz:.0} ({limited}/{samples})")
+            let watts: Option<Vec<f64>> = c.iter().map(|c| c.power_w_median).collect();
+            match watts {
+                Some(w) => format!("{mhz:.0} ({limited}/{samples}) {:.0} W", w.iter().sum::<f64>() / w.len() as f64),
+                None => format!("{mhz:.0} ({limited}/{samples})"),
+            }
         }
         _ => "-".into(),
     }
@@ -303,7 +308,7 @@ fn bench_table(configs: &[ConfigResult], rounds: u32) -> String {
         "vs atomic",
         "bitwise rep",
         "status",
-        "det SM MHz (limited)",
+        "det SM MHz (limited) power",
         "FA4 det",
         "FA4",
         "FA2",

@@ -214,7 +214,13 @@ mod tests {
 
     #[test]
     fn the_clock_line_names_both_runs_or_none() {
-        let c = |mhz: f64, limited: u32| Clocks { sm_mhz_median: mhz, sm_mhz_min: mhz, samples: 10, limited };
+        let c = |mhz: f64, limited: u32| Clocks {
+            sm_mhz_median: mhz,
+            sm_mhz_min: mhz,
+            samples: 10,
+            limited,
+            power_w_median: None,
+        };
         assert_eq!(
             clock_line(Some(&c(1845.0, 5)), Some(&c(1980.0, 0))).as_deref(),
             Some(

@@ -252,7 +252,7 @@ fn bench_rounds_alternate_the_order_and_report_the_mean() {
         &hopper,
         &cutlass,
         &["--masks", "full", "--schedules", "naive,spt", "--rounds", "2"],
-        &[("FAKE_COUNTER", counter.as_os_str()), ("FAKE_CLOCKS", "1".as_ref())],
+        &[("FAKE_COUNTER", counter.as_os_str()), ("FAKE_CLOCKS", "1".as_ref()), ("FAKE_WATTS", "612.4".as_ref())],
     );
     assert_eq!(doc["rounds"], 2);
     // Round 1 runs naive (det, atomic) then spt (det, atomic); round 2 runs spt (atomic, det) then naive (atomic,
@@ -271,8 +271,9 @@ fn bench_rounds_alternate_the_order_and_report_the_mean() {
     for (schedule, range) in [("naive", "101.0 .. 108.0"), ("spt", "103.0 .. 106.0")] {
         let row = row_of(&table, schedule);
         assert!(row.contains("104.5") && row.contains(range) && row.contains("0.0%"), "{row}");
-        // The deterministic build's clock: the mean of the rounds' medians, limited samples of all samples.
-        assert!(row.contains("1755 (2/2)"), "{row}");
+        // The deterministic build's clock: the mean of the rounds' medians, limited samples of all samples, and the
+        // board power.
+        assert!(row.contains("1755 (2/2) 612 W"), "{row}");
     }
     assert!(table.contains("mean of 2 rounds"), "{table}");
     for dir in [hopper, cutlass] {
@@ -702,7 +703,7 @@ fn bench_lists_must_not_be_empty() {
 /// deterministic build's first dQ value is 3 instead. With FAKE_NO_DUMP set it writes nothing. With FAKE_COUNTER
 /// naming a file, the n-th harness run reports 100 + n TFLOPS and a main kernel of n ms (the order of the runs
 /// shows), and the run numbered FAKE_FAIL_RUN reports a failed check. With FAKE_CLOCKS set it reports an SM clock
-/// (one limited sample at 1755 MHz). So the test
+/// (one limited sample at 1755 MHz), with FAKE_WATTS the board power too. So the test
 /// exercises what dashc does with real harnesses (dump folders, the comparison, the verdict), not the kernels.
 fn fake_gpu_machine(name: &str) -> PathBuf {
     fake_gpu_machine_with_cap(name, "9.0")
@@ -730,7 +731,7 @@ fi
 status=ok
 [ -n "$FAKE_FAIL_RUN" ] && [ "$n" = "$FAKE_FAIL_RUN" ] && status=check_failed
 clocks=null
-[ -n "$FAKE_CLOCKS" ] && clocks='{"sm_mhz_median":1755,"sm_mhz_min":1605,"samples":1,"limited":1}'
+[ -n "$FAKE_CLOCKS" ] && clocks='{"sm_mhz_median":1755,"sm_mhz_min":1605,"samples":1,"limited":1,"power_w_median":'"${FAKE_WATTS:-null}"'}'
 ones() { i=0; while [ $i -lt "$1" ]; do printf '\200\077'; i=$((i + 1)); done; }
 if [ -n "$dump" ] && [ -z "$FAKE_NO_DUMP" ]; then
   if [ "$det" = true ] && [ -n "$FAKE_DET_DQ" ]; then { printf '\100\100'; ones $((FAKE_VALUES - 1)); } > "$dump/dq.bf16"
