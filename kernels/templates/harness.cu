@@ -20,11 +20,15 @@
 // clock from one run to the next).
 //
 // Every main kernel timed alone is listed in order ("main_reps": ms, SM clock,
-// board power, limit flags, read from NVML while it ran).
+// board power, limit flags, read from NVML while it ran), every whole backward
+// too ("total_reps": ms). --idle-ms MS leaves the GPU idle that long before the
+// warmup, so that the timed series starts from a GPU at rest: its power
+// controller lets the first tens of milliseconds of load run about 10% faster
+// than sustained load (bench/NOTES.md, run 138).
 //
 // Usage: harness SCHEDULE_FILE [--reps N] [--warmup N] [--repeat-runs N]
 //                [--check | --no-check] [--seed S]
-//                [--spin-timeout-ms MS] [--trace PATH] [--placement-trials N]
+//                [--spin-timeout-ms MS] [--trace PATH] [--placement-trials N] [--idle-ms MS]
 //                [--batch B --heads H --seqlen-q SQ --seqlen-k SK]  (asserted against the file)
 
 #include <cuda_runtime.h>
@@ -32,6 +36,7 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cinttypes>
 #include <cmath>
 #include <cstdint>
@@ -39,6 +44,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -420,6 +426,7 @@ struct Args {
   const char* trace = nullptr;
   const char* dump = nullptr;  // directory for dq.bf16, dk.bf16, dv.bf16 (compared across variants by dashc)
   int placement_trials = 0;    // see the header comment
+  int idle_ms = 0;             // see the header comment
   int batch = -1, heads = -1, seqlen_q = -1, seqlen_k = -1;
 };
 
@@ -441,6 +448,7 @@ static Args parse_args(int argc, char** argv) {
     else if (s == "--trace") a.trace = value();
     else if (s == "--dump") a.dump = value();
     else if (s == "--placement-trials") a.placement_trials = std::atoi(value());
+    else if (s == "--idle-ms") a.idle_ms = std::atoi(value());
     else if (s == "--batch") a.batch = std::atoi(value());
     else if (s == "--heads") a.heads = std::atoi(value());
     else if (s == "--seqlen-q") a.seqlen_q = std::atoi(value());
@@ -452,6 +460,7 @@ static Args parse_args(int argc, char** argv) {
   if (!a.schedule) fail_input("usage: harness SCHEDULE_FILE [options]");
   if (a.reps < 1 || a.repeat_runs < 2 || a.warmup < 0) fail_input("--reps >= 1, --repeat-runs >= 2, --warmup >= 0");
   if (a.placement_trials < 0 || a.placement_trials > 64) fail_input("--placement-trials takes 0 to 64");
+  if (a.idle_ms < 0 || a.idle_ms > 60000) fail_input("--idle-ms takes 0 to 60000");
   return a;
 }
 
@@ -739,6 +748,10 @@ int main(int argc, char** argv) {
     return ms;
   };
   if (!timed_out) {
+    if (args.idle_ms > 0) {
+      CHECK_CUDA(cudaDeviceSynchronize());
+      std::this_thread::sleep_for(std::chrono::milliseconds(args.idle_ms));
+    }
     for (int i = 0; i < args.warmup; ++i) {
       launch_pre();
       launch_main();
@@ -841,6 +854,8 @@ int main(int argc, char** argv) {
     if (std::fclose(f) != 0 || std::rename(tmp.c_str(), args.trace) != 0) fail_input("cannot write trace file", args.trace);
   }
 
+  std::string total_reps_json;
+  for (size_t i = 0; i < t_total.size(); ++i) total_reps_json += (i ? "," : "") + json_num(t_total[i]);
   const double flops = 4.0 * B * H * (double)SQ * SK * D * (config::kIsCausal ? 0.5 : 1.0) * 2.5;
   const double ms_total = median(t_total), ms_main = median(t_main);
   const double tol = 2e-2;
@@ -863,7 +878,7 @@ int main(int argc, char** argv) {
       "\"check\":{\"ran\":%s,\"rel_l2_dq\":%s,\"rel_l2_dk\":%s,\"rel_l2_dv\":%s,\"tolerance\":%g},"
       "\"finite\":%s,\"poison_ok\":%s,\"repeatable\":%s,\"repeat_runs\":%d,"
       "\"main_kernel\":{\"registers\":%d,\"local_bytes\":%zu,\"smem_bytes\":%d},\"clocks\":%s,\"placement_trials\":%s,"
-      "\"main_reps\":[%s],"
+      "\"main_reps\":[%s],\"total_reps\":[%s],"
       "\"spin_error\":{\"code\":%d,\"unit\":%d,\"bh\":%d,\"q_tile\":%d,\"wanted_rank\":%d,\"seen\":%d}}\n",
       status.c_str(), sf.name.c_str(), config::kVariantName, prop.name, prop.multiProcessorCount, kMainLoopName,
       sf.persistent_ctas > 0 ? "persistent" : "in-order", grid, B, H, SQ, SK, D, config::kBlockM, config::kBlockN, expected_mask.c_str(), config::kDeterministic ? "true" : "false", sf.units.size(),
@@ -874,7 +889,7 @@ int main(int argc, char** argv) {
       do_check && !timed_out ? "true" : "false", json_num(e_dq.rel_l2).c_str(), json_num(e_dk.rel_l2).c_str(),
       json_num(e_dv.rel_l2).c_str(), tol, finite ? "true" : "false", poison_ok ? "true" : "false",
       repeatable ? "true" : "false", args.repeat_runs, main_attr.numRegs, main_attr.localSizeBytes,
-      MainLoop::kSmemBytes, clocks.json().c_str(), placement_json.c_str(), main_reps_json.c_str(), spin.code, spin.unit, spin.bh, spin.q_tile, spin.wanted_rank, spin.seen_value);
+      MainLoop::kSmemBytes, clocks.json().c_str(), placement_json.c_str(), main_reps_json.c_str(), total_reps_json.c_str(), spin.code, spin.unit, spin.bh, spin.q_tile, spin.wanted_rank, spin.seen_value);
   if (timed_out && spin.code == 3) {
     std::fprintf(stderr, "error: the main kernel's shared memory starts at 0x%x, not 1 KiB aligned; nothing ran\n",
                  (unsigned)spin.seen_value);

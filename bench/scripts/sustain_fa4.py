@@ -1,0 +1,94 @@
+#!/usr/bin/env python3
+"""FlashAttention-4's backward timed as a series under sustained load, from a GPU at rest, for
+bench/scripts/sustain-run.sh.
+
+The GPU's power controller lets the first tens of milliseconds of load after a rest run about 10% faster than
+sustained load (bench/NOTES.md run 138). A median of 20 steps mixes the two; this series shows both, with an NVML
+reading per step (SM clock, board power, power or thermal limit), in the same form as the dashc harness's
+"total_reps"/"main_reps".
+
+Usage (with FA4 importable, e.g. PYTHONPATH=/tmp/site):
+  python3 sustain_fa4.py HDIM MASK SEQLEN PROVIDER IDLE_S SECONDS OUT.json
+PROVIDER is fa4 or fa4-det. The row's shape follows anchors.py (16384 tokens, hidden 2048). The first call
+compiles FA4's kernels; the GPU then rests IDLE_S seconds, runs two warmup steps and times steps for SECONDS.
+"""
+import ctypes
+import json
+import sys
+import time
+
+import torch
+
+
+class Nvml:
+    """The few NVML entry points the harness reads too; readings are None where NVML is missing."""
+
+    def __init__(self):
+        self.dev = None
+        try:
+            self.lib = ctypes.CDLL("libnvidia-ml.so.1")
+            if self.lib.nvmlInit_v2() != 0:
+                return
+            bus = torch.cuda.get_device_properties(0).pci_bus_id if hasattr(
+                torch.cuda.get_device_properties(0), "pci_bus_id") else None
+            handle = ctypes.c_void_p()
+            if bus is None or self.lib.nvmlDeviceGetHandleByPciBusId_v2(bus.encode(), ctypes.byref(handle)) != 0:
+                if self.lib.nvmlDeviceGetHandleByIndex_v2(0, ctypes.byref(handle)) != 0:
+                    return
+            self.dev = handle
+        except OSError:
+            pass
+
+    def read(self):
+        if self.dev is None:
+            return None, None, None
+        mhz, mw, why = ctypes.c_uint(), ctypes.c_uint(), ctypes.c_ulonglong()
+        ok_clock = self.lib.nvmlDeviceGetClockInfo(self.dev, 1, ctypes.byref(mhz)) == 0
+        ok_power = self.lib.nvmlDeviceGetPowerUsage(self.dev, ctypes.byref(mw)) == 0
+        ok_why = self.lib.nvmlDeviceGetCurrentClocksEventReasons(self.dev, ctypes.byref(why)) == 0
+        limited = int(bool(why.value & (0x4 | 0x8 | 0x20 | 0x40 | 0x80))) if ok_why else None
+        return (mhz.value if ok_clock else None), (mw.value / 1000.0 if ok_power else None), limited
+
+
+def main():
+    hdim, mask, seqlen, provider, idle_s, seconds, out = sys.argv[1:8]
+    hdim, seqlen, idle_s, seconds = int(hdim), int(seqlen), float(idle_s), float(seconds)
+    causal = mask == "causal"
+    from flash_attn.cute import flash_attn_func
+
+    heads, batch = 2048 // hdim, 16384 // seqlen
+    torch.manual_seed(0)
+    shape = (batch, seqlen, heads, hdim)
+    q, k, v = (torch.randn(shape, device="cuda", dtype=torch.bfloat16, requires_grad=True) for _ in range(3))
+    do = torch.randn(shape, device="cuda", dtype=torch.bfloat16)
+    r = flash_attn_func(q, k, v, causal=causal, deterministic=provider == "fa4-det")
+    o = r[0] if isinstance(r, tuple) else r
+
+    def step():
+        return torch.autograd.grad(o, (q, k, v), do, retain_graph=True)
+
+    step()  # compiles
+    torch.cuda.synchronize()
+    nvml = Nvml()
+    time.sleep(idle_s)
+    for _ in range(2):
+        step()
+    torch.cuda.synchronize()
+    reps = []
+    start = time.time()
+    while time.time() - start < seconds:
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        step()
+        b.record()
+        mhz, watts, limited = nvml.read() if not b.query() else (None, None, None)
+        torch.cuda.synchronize()
+        reps.append([a.elapsed_time(b), mhz, watts, limited])
+    flops = 4.0 * batch * heads * seqlen * seqlen * hdim * 2.5 * (0.5 if causal else 1.0)
+    with open(out, "w") as fh:
+        json.dump(dict(provider=provider, hdim=hdim, mask=mask, seqlen=seqlen, flops=flops, idle_s=idle_s,
+                       total_reps=reps), fh)
+
+
+if __name__ == "__main__":
+    main()
