@@ -43,7 +43,7 @@ for row in "${rows[@]}"; do
     p=${providers[$(((i + n) % k))]}
     name=$hd-$mask-$seqlen-$p
     case $p in
-      fa4*) PYTHONPATH=/tmp/site timeout 120 python3 bench/scripts/sustain_fa4.py $hd $mask $seqlen $p ${IDLE:-3} \
+      fa4*) FA4_SITE=/tmp/site timeout 120 python3 bench/scripts/sustain_fa4.py $hd $mask $seqlen $p ${IDLE:-3} \
               ${SECONDS_PER_RUN:-3} $R/$name.json > $R/$name.log 2>&1 || echo "failed $name" ;;
       dashc-*) g=/tmp/sustain-$hd-$mask-$seqlen-${p#dashc-}
                (cd $g && timeout 120 ./harness schedule.txt --no-check --reps ${REPS:-300} --warmup 2 --repeat-runs 2 \

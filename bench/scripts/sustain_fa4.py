@@ -7,15 +7,21 @@ sustained load (bench/NOTES.md run 138). A median of 20 steps mixes the two; thi
 reading per step (SM clock, board power, power or thermal limit), in the same form as the dashc harness's
 "total_reps"/"main_reps".
 
-Usage (with FA4 importable, e.g. PYTHONPATH=/tmp/site):
+Usage (FA4_SITE names the folder FA4 was installed into with pip --target, e.g. /tmp/site; its .pth files
+count, as with site.addsitedir):
   python3 sustain_fa4.py HDIM MASK SEQLEN PROVIDER IDLE_S SECONDS OUT.json
 PROVIDER is fa4 or fa4-det. The row's shape follows anchors.py (16384 tokens, hidden 2048). The first call
 compiles FA4's kernels; the GPU then rests IDLE_S seconds, runs two warmup steps and times steps for SECONDS.
 """
 import ctypes
 import json
+import os
+import site
 import sys
 import time
+
+if os.environ.get("FA4_SITE"):
+    site.addsitedir(os.environ["FA4_SITE"])
 
 import torch
 
