@@ -33,16 +33,11 @@ class Nvml:
         self.dev = None
         try:
             self.lib = ctypes.CDLL("libnvidia-ml.so.1")
-            if self.lib.nvmlInit_v2() != 0:
-                return
-            bus = torch.cuda.get_device_properties(0).pci_bus_id if hasattr(
-                torch.cuda.get_device_properties(0), "pci_bus_id") else None
             handle = ctypes.c_void_p()
-            if bus is None or self.lib.nvmlDeviceGetHandleByPciBusId_v2(bus.encode(), ctypes.byref(handle)) != 0:
-                if self.lib.nvmlDeviceGetHandleByIndex_v2(0, ctypes.byref(handle)) != 0:
-                    return
-            self.dev = handle
-        except OSError:
+            # The device machines have one GPU: NVML's index 0 is CUDA's device 0.
+            if self.lib.nvmlInit_v2() == 0 and self.lib.nvmlDeviceGetHandleByIndex_v2(0, ctypes.byref(handle)) == 0:
+                self.dev = handle
+        except (OSError, AttributeError):
             pass
 
     def read(self):
@@ -51,7 +46,11 @@ class Nvml:
         mhz, mw, why = ctypes.c_uint(), ctypes.c_uint(), ctypes.c_ulonglong()
         ok_clock = self.lib.nvmlDeviceGetClockInfo(self.dev, 1, ctypes.byref(mhz)) == 0
         ok_power = self.lib.nvmlDeviceGetPowerUsage(self.dev, ctypes.byref(mw)) == 0
-        ok_why = self.lib.nvmlDeviceGetCurrentClocksEventReasons(self.dev, ctypes.byref(why)) == 0
+        try:
+            reasons = self.lib.nvmlDeviceGetCurrentClocksEventReasons
+        except AttributeError:  # the name before NVML 12.2
+            reasons = self.lib.nvmlDeviceGetCurrentClocksThrottleReasons
+        ok_why = reasons(self.dev, ctypes.byref(why)) == 0
         limited = int(bool(why.value & (0x4 | 0x8 | 0x20 | 0x40 | 0x80))) if ok_why else None
         return (mhz.value if ok_clock else None), (mw.value / 1000.0 if ok_power else None), limited
 
