@@ -7,7 +7,7 @@
 # the first buffer again. Every repetition carries an NVML reading (SM clock, board power, limit flags: "main_reps").
 # SUSTAIN=N (default 0) adds one process per configuration that times N repetitions in a row, to show the time
 # against power under sustained load. Carry target/dashc-dev and target/cutlass-wheel. Output:
-# $OUT/placement/*.json and a table on stdout.
+# $OUT/placement.tgz (placement/*.json) and a table on stdout.
 set -uo pipefail
 export PATH=/usr/local/cuda/bin:$PATH
 : "${OUT:?OUT must name the folder to write to (the device machine sets it)}"
@@ -66,3 +66,4 @@ for f in sorted(glob.glob(sys.argv[1] + "/*.json")):
             except statistics.StatisticsError:
                 pass
 PY
+tar czf $OUT/placement.tgz -C $OUT placement && rm -rf $R  # one file: the device call returns a limited number
