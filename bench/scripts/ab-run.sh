@@ -8,6 +8,10 @@
 # Prints a summary (whole backward and main kernel, new against base, per row) and packs everything into
 # $OUT/ab.tgz (one JSON line per run, ptxas logs, device.txt, sides.txt). About 100 s of building and checks plus
 # 30 s per round and arm on an H200 (runs 101-103). Usage: ROUNDS=2 [NEW_FLAGS="..."] bash bench/scripts/ab-run.sh
+# ONLY=REGEX times only the timing schedules whose name matches. SUSTAIN_REPS=N times each run as N repetitions
+# after IDLE_MS (default 2000) of rest instead of 20: the GPU's power limit makes the first 40-60 ms of load about
+# 10% faster than what follows (bench/NOTES.md runs 138-142), so the summary then also shows the first five whole
+# backwards' median ("rested") and the last third's ("sustained"). SKIP_CHECKS=1 skips step 1.
 set -uo pipefail
 export PATH=/usr/local/cuda/bin:$PATH
 : "${OUT:?OUT must name the folder to write to (the device machine sets it)}"
@@ -25,6 +29,7 @@ done
 wait
 echo "built at ${SECONDS}s"
 cfg() { basename $1 | cut -d- -f1,2; }  # hd64-full from hd64-full-...
+[ "${SKIP_CHECKS:-0}" = 1 ] && rm -f $W/check/*.txt
 for f in $W/check/*.txt; do
   n=$(basename $f .txt)
   $W/new-$(cfg $f)/harness $f --check --reps 2 > $R/check-$n.json 2> $R/check-$n.err || echo "CHECK FAILED $n"
@@ -42,18 +47,21 @@ worst = max((r["check"].get(k) or 0) for r in rows for k in ("rel_l2_dq", "rel_l
 print(f"checks: {len(rows)} results, {len(bad)} not ok {bad[:5]}, worst rel l2 {worst:.2e}")
 PY
 echo "checked at ${SECONDS}s"
+TIMING="--no-check --reps 20 --repeat-runs 2"
+[ -n "${SUSTAIN_REPS:-}" ] && TIMING="--no-check --reps $SUSTAIN_REPS --repeat-runs 2 --idle-ms ${IDLE_MS:-2000}"
 arms=(new base)
 [ -n "${NEW_FLAGS:-}" ] && arms+=(flags)
 for round in $(seq 1 ${ROUNDS:-2}); do
   i=0
   for f in $W/time/*.txt; do
     n=$(basename $f .txt)
+    [[ -n "${ONLY:-}" && ! $n =~ $ONLY ]] && continue
     for k in $(seq 0 $(( ${#arms[@]} - 1 ))); do
       a=${arms[$(( (i + k + round) % ${#arms[@]} ))]}
       case $a in
-        new) $W/new-$(cfg $f)/harness $f --no-check --reps 20 --repeat-runs 2 ;;
-        base) $W/base-$(cfg $f)/harness $f --no-check --reps 20 --repeat-runs 2 ;;
-        flags) $W/new-$(cfg $f)/harness $f --no-check --reps 20 --repeat-runs 2 $NEW_FLAGS ;;
+        new) $W/new-$(cfg $f)/harness $f $TIMING ;;
+        base) $W/base-$(cfg $f)/harness $f $TIMING ;;
+        flags) $W/new-$(cfg $f)/harness $f $TIMING $NEW_FLAGS ;;
       esac > $R/time-r$round-$n-$a.json 2> $R/time-r$round-$n-$a.err || echo "RUN FAILED $n $a"
     done
     i=$((i + 1))
@@ -80,4 +88,9 @@ for row in sorted(t):
     cells = " ".join(f"{tot[a]:9.3f}" if a in tot else f"{'-':>9s}" for a in arms)
     ratio = lambda d: f"{d['new'] / d['base'] - 1:+9.2%}" if "new" in d and "base" in d else f"{'-':>9s}"
     print(f"{row:44s} {cells} {ratio(tot)} {ratio(main)}")
+    reps = {a: [r["total_reps"] for r in v if len(r.get("total_reps", [])) >= 30] for a, v in t[row].items()}
+    if all(reps.get(a) for a in ("new", "base")):  # long series (SUSTAIN_REPS): rested and sustained
+        rested = {a: statistics.mean(statistics.median(x[:5]) for x in v) for a, v in reps.items() if v}
+        sustained = {a: statistics.mean(statistics.median(x[len(x) * 2 // 3:]) for x in v) for a, v in reps.items() if v}
+        print(f"{'':44s} rested {ratio(rested)}, sustained {ratio(sustained)} (whole backward, new/base time)")
 PY
