@@ -361,6 +361,42 @@ __device__ __forceinline__ T read_field(const T& field) {
   return *static_cast<const volatile T*>(&field);
 }
 
+// The wgmma shared-memory descriptors of a fragment, advanced (per k block) by
+// 64-bit adds. CuTe's iterator adds to the low word and copies the high word
+// (GMMA::DescriptorIterator), which ptxas materializes again, as a constant, before
+// every wgmma (two UMOVs per SS wgmma, one per RS wgmma); a 64-bit add is one
+// UIADD3.64. Same values: the low word (start address, 14 bits; leading byte
+// offset, bits 16-29) plus an in-tile offset never carries into the high word.
+struct DescIter64 : GMMA::DescriptorIterator {
+  template <class Index>
+  CUTE_HOST_DEVICE constexpr DescIter64 operator+(Index const& offset) const {
+    DescIter64 r;
+    r.desc_.desc_ = desc_.desc_ + uint64_t(offset);
+    return r;
+  }
+  template <class Index>
+  CUTE_HOST_DEVICE constexpr GmmaDescriptor operator[](Index const& i) const {
+    return (*this + i).desc_;
+  }
+};
+// mma_unpack recasts the operand to uint64_t: keep the iterator (as CuTe's does).
+template <class NewT>
+CUTE_HOST_DEVICE constexpr DescIter64 recast_ptr(DescIter64 const& it) {
+  static_assert(std::is_same<NewT, uint64_t>::value, "a descriptor iterator recasts to uint64_t only");
+  return it;
+}
+template <class Frag>
+__device__ __forceinline__ auto desc64(Frag const& frag) {
+  uint64_t d = frag.data().desc_.desc_;
+  // Hides the base's known zero low bits from NVVM, which otherwise rewrites the
+  // small offsets' adds into ORs of the low word alone (and the high word is
+  // materialized again).
+  asm("mov.b64 %0, %0;" : "+l"(d));
+  DescIter64 it;
+  it.desc_.desc_ = d;
+  return make_tensor(it, frag.layout());
+}
+
 // ---------------------------------------------------------------------------
 // Kernel parameters: BwdParams plus the TMA descriptors (built on the host).
 // ---------------------------------------------------------------------------
@@ -544,6 +580,18 @@ __device__ void run_dq_writer(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
   }
 }
 
+// A consumer thread's stmatrix destinations of dS^T in a dS buffer, the swizzle
+// applied to the offset in the buffer (position-independent: both buffers are
+// 1 KiB aligned, the swizzle's period) rather than to each store's address. The
+// partition's layout is static: the thread's part is all in the pointer.
+template <class Cfg>
+__device__ __forceinline__ auto ds_store_partition(int tid, Element* buffer) {
+  typename Cfg::MmaSdp mma;
+  auto thr_store = make_tiled_copy_C(typename Cfg::StoreAtomDst{}, mma).get_thread_slice(tid);
+  return thr_store.partition_D(
+      as_position_independent_swizzle_tensor(make_tensor(make_smem_ptr(buffer), typename Cfg::SmemLayoutPt{})));
+}
+
 // The consumers. Warpgroup w owns KV rows [64w, 64w + 64) of S^T, dP^T, dV and
 // dK: S and dP are computed transposed (S^T = K Q^T, dP^T = V dO^T), so that
 // each warpgroup's P^T and dS^T, converted to bf16 in registers, are directly
@@ -572,18 +620,37 @@ __device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
   const int causal_offset = p.seqlen_k - p.seqlen_q;  // bottom-right aligned diagonal
   // This thread's consumer warpgroup (0 or 1), warp-uniform.
   const int wg = __shfl_sync(0xffffffffu, int(fresh_thread_index()) - 128, 0) >> 7;
+  // The K_j and V_j operand descriptors of S^T and dP^T: the same every visit
+  // (uniform registers), built once.
+  typename Cfg::MmaSdp mma_sdp_kv;
+  Tensor tSrK = desc64(mma_sdp_kv.get_thread_slice(wg * 128).partition_fragment_A(sK));
+  Tensor tSrV = desc64(mma_sdp_kv.get_thread_slice(wg * 128).partition_fragment_A(sV));
+  // This thread's dS store offset in a dS buffer (elements, the same in both),
+  // computed once: one register instead of recomputing it from the thread index
+  // every visit.
+  using DsStoreLayout = typename decltype(ds_store_partition<Cfg>(0, nullptr))::layout_type;
+  static_assert(is_static<DsStoreLayout>::value, "the thread's part of the dS store partition is in its pointer");
+  const int ds_store_offset = [&] {
+    const int t = fresh_thread_index() - 128;
+    __builtin_assume(t >= 0 && t < Cfg::kConsumerThreads);
+    return int(raw_pointer_cast(ds_store_partition<Cfg>(t, &ss.ds[0][0]).data()) - &ss.ds[0][0]);
+  }();
   uint32_t count = 0, kv_count = 0;
+  const unsigned long long timeout_ns = pipeline_timeout_ns(p);
   for (;; ++count) {
     const int s = count % Cfg::kStages;
-    mbar_wait(&ss.full[s], (count / Cfg::kStages) & 1, pipeline_timeout_ns(p));
+    mbar_wait(&ss.full[s], (count / Cfg::kStages) & 1, timeout_ns);
     // The slot is read where it is needed, not held in registers across the
     // products: it stays valid until this stage is released.
     if (read_field(ss.slot[s].visit) < 0) break;
     if (decode_visit(VisitEntry{0, read_field(ss.slot[s].rank_flags)}).first_of_kv()) {
-      mbar_wait(&ss.kv_full, kv_count & 1, pipeline_timeout_ns(p));
+      mbar_wait(&ss.kv_full, kv_count & 1, timeout_ns);
       ++kv_count;
     }
     const int tid = fresh_thread_index() - 128;
+    // Consumer threads are 128-383. Known to be in range, the fragment coordinates'
+    // divisions by powers of two are plain shifts (no sign fix-ups).
+    __builtin_assume(tid >= 0 && tid < Cfg::kConsumerThreads);
     if constexpr (Cfg::TRACE) {
       if (tid == 0) trace_visit<Cfg>(p, read_field(ss.slot[s].visit), 0);
     }
@@ -593,7 +660,6 @@ __device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
     Tensor sQt = make_tensor(make_smem_ptr(&ss.q[s][0]), typename Cfg::SmemLayoutQt{});
     Tensor sDot = make_tensor(make_smem_ptr(&ss.dout[s][0]), typename Cfg::SmemLayoutQt{});
     Element* ds_buffer = &ss.ds[count % 2][0];
-    Tensor sDst = make_tensor(make_smem_ptr(ds_buffer), typename Cfg::SmemLayoutPt{});
     const float* lse = ss.lse[s];
     const float* dsum = ss.dsum[s];
 
@@ -602,7 +668,7 @@ __device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
     // are partitioned for its first thread, a warp-uniform index, so that their
     // arithmetic can run on the uniform datapath. The accumulators' coordinates
     // (cSt) are per thread.
-    const int warpgroup_tid = __shfl_sync(0xffffffffu, tid, 0) & ~127;
+    const int warpgroup_tid = wg * 128;  // wg is warp-uniform already (a uniform register)
     auto thr_sdp = mma_sdp.get_thread_slice(tid);
     auto ops_sdp = mma_sdp.get_thread_slice(warpgroup_tid);
     auto ops_dkv = mma_dkv.get_thread_slice(warpgroup_tid);
@@ -633,10 +699,8 @@ __device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
     Tensor acc_s = partition_fragment_C(mma_sdp, Shape<BN, BM>{});
     Tensor acc_dp = partition_fragment_C(mma_sdp, Shape<BN, BM>{});
     {
-      Tensor tSrK = ops_sdp.partition_fragment_A(sK);
-      Tensor tSrQ = ops_sdp.partition_fragment_B(sQ);
-      Tensor tSrV = ops_sdp.partition_fragment_A(sV);
-      Tensor tSrDo = ops_sdp.partition_fragment_B(sDo);
+      Tensor tSrQ = desc64(ops_sdp.partition_fragment_B(sQ));
+      Tensor tSrDo = desc64(ops_sdp.partition_fragment_B(sDo));
       warpgroup_fence_operand(acc_s);
       warpgroup_arrive();
       mma_sdp.accumulate_ = GMMA::ScaleOut::Zero;
@@ -732,7 +796,7 @@ __device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
     {
       auto store_ds = make_tiled_copy_C(typename Cfg::StoreAtomDst{}, mma_sdp);
       auto thr_store = store_ds.get_thread_slice(tid);
-      copy(store_ds, thr_store.retile_S(ds_bf16), thr_store.partition_D(sDst));
+      copy(store_ds, thr_store.retile_S(ds_bf16), make_tensor(make_smem_ptr(ds_buffer + ds_store_offset), DsStoreLayout{}));
     }
     // The bf16 fragments of P^T and dS^T, regrouped as the A operand of the dV
     // and dK products (their k runs over the q columns). dV goes after the dS
@@ -741,7 +805,7 @@ __device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
     Tensor tVrP = make_tensor(p_bf16.data(), typename Cfg::LayoutAregs{});
     Tensor tKrDs = make_tensor(ds_bf16.data(), typename Cfg::LayoutAregs{});
     {
-      Tensor tVrDot = ops_dkv.partition_fragment_B(sDot);
+      Tensor tVrDot = desc64(ops_dkv.partition_fragment_B(sDot));
       warpgroup_fence_operand(acc_dv);
       warpgroup_arrive();
       CUTE_UNROLL
@@ -754,8 +818,8 @@ __device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
       named_sync(kBarDsReady + 2 * (n % 2) + (1 - wg), Cfg::kConsumerThreads);
       Tensor sDsN = make_tensor(make_smem_ptr(&ss.ds[n % 2][0]), typename Cfg::SmemLayoutP{});
       auto ops_dq = mma_dq.get_thread_slice(warpgroup_tid);
-      Tensor tQrDs = ops_dq.partition_fragment_A(sDsN);
-      Tensor tQrKt = ops_dq.partition_fragment_B(sKt);
+      Tensor tQrDs = desc64(ops_dq.partition_fragment_A(sDsN));
+      Tensor tQrKt = desc64(ops_dq.partition_fragment_B(sKt));
       warpgroup_fence_operand(acc_dq);
       warpgroup_arrive();
       mma_dq.accumulate_ = GMMA::ScaleOut::Zero;
@@ -801,7 +865,7 @@ __device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
       const bool dq_now = !decode_visit(VisitEntry{0, read_field(ss.slot[s].rank_flags)}).first_of_kv();
       const uint32_t dq_visit = count - 1;
       auto issue_dk = [&] {
-        Tensor tKrQt = ops_dkv.partition_fragment_B(sQt);
+        Tensor tKrQt = desc64(ops_dkv.partition_fragment_B(sQt));
         warpgroup_fence_operand(acc_dk);
         warpgroup_arrive();
         CUTE_UNROLL
@@ -838,7 +902,13 @@ __device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
     }
     // This warp is done with the stage (Q, dO, LSE, D): one arrival per warp.
     // K and V are released after the KV tile's dK/dV have left through their tiles.
-    const VisitSlot slot = read_slot(ss.slot[s]);
+    // The fields used below (unit and last_of_unit: trace build only).
+    VisitSlot slot{read_field(ss.slot[s].kv_q), read_field(ss.slot[s].rank_flags), read_field(ss.slot[s].bh),
+                   read_field(ss.slot[s].visit), 0, 0};
+    if constexpr (Cfg::TRACE) {
+      slot.unit = read_field(ss.slot[s].unit);
+      slot.last_of_unit = read_field(ss.slot[s].last_of_unit);
+    }
     const Visit cur = decode_visit(VisitEntry{slot.kv_q, slot.rank_flags});
     __syncwarp();  // the whole warp has read the slot
     if ((fresh_thread_index() & 31) == 0) {
