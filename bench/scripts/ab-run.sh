@@ -30,6 +30,7 @@ wait
 echo "built at ${SECONDS}s"
 cfg() { basename $1 | cut -d- -f1,2; }  # hd64-full from hd64-full-...
 [ "${SKIP_CHECKS:-0}" = 1 ] && rm -f $W/check/*.txt
+shopt -s nullglob
 for f in $W/check/*.txt; do
   n=$(basename $f .txt)
   $W/new-$(cfg $f)/harness $f --check --reps 2 > $R/check-$n.json 2> $R/check-$n.err || echo "CHECK FAILED $n"

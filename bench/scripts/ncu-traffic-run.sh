@@ -68,7 +68,7 @@ for f in sorted(glob.glob(sys.argv[1] + "/*.csv")):
         v = float(r["Metric Value"].replace(",", ""))
         unit = r.get("Metric Unit", "")
         scale = {"byte": 1, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "nsecond": 1e-6, "usecond": 1e-3, "msecond": 1,
-                 "second": 1e3}.get(unit, 1)
+                 "second": 1e3, "ns": 1e-6, "us": 1e-3, "ms": 1, "s": 1e3}.get(unit, 1)
         m[r["Metric Name"]] = v * scale
     g = lambda k: m.get(k, float("nan"))
     print(f"| {f.split('/')[-1][:-4]} | {kernel} | {g('gpu__time_duration.sum'):.3f} | {g('dram__bytes_read.sum') / 1e9:.2f} | "

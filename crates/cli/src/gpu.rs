@@ -306,6 +306,9 @@ pub struct HarnessResult {
     /// built before it was recorded).
     #[serde(default)]
     pub clocks: Option<Clocks>,
+    /// Every timed whole backward in order (ms); none from harnesses before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_reps: Option<Vec<f64>>,
     pub spin_error: SpinError,
 }
 
@@ -377,6 +380,8 @@ pub struct HarnessOptions {
     pub trace: Option<PathBuf>,
     /// An existing directory where the harness writes dQ, dK and dV (raw bf16, `agreement::DUMPED_OUTPUTS`).
     pub dump: Option<PathBuf>,
+    /// Milliseconds of rest before the timed runs (the harness's `--idle-ms`; 0: none).
+    pub idle_ms: u32,
 }
 
 /// Runs the harness in `dir` on `schedule_file` and parses its JSON line. A harness that reports a failed
@@ -405,6 +410,9 @@ pub fn run_harness(
     }
     if let Some(dir) = &opts.dump {
         cmd.arg("--dump").arg(dir);
+    }
+    if opts.idle_ms > 0 {
+        cmd.args(["--idle-ms", &opts.idle_ms.to_string()]);
     }
     let out = cmd.current_dir(dir).output().with_context(|| format!("running the harness in {}", dir.display()))?;
     let stdout = String::from_utf8_lossy(&out.stdout);

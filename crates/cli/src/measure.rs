@@ -82,6 +82,7 @@ pub fn measure_setup(
         timeout_secs: 300,
         trace: None,
         dump: None,
+        idle_ms: gpu.idle_ms,
     };
     if reverse_order {
         prepared.reverse();

@@ -56,6 +56,7 @@ pub fn run_traced(
         timeout_secs: 300,
         trace: Some(raw_path.clone()),
         dump: None,
+        idle_ms: gpu.idle_ms,
     };
     let result = run_harness(&dir, &generated, &file, &opts)?;
     if result.status != "ok" {

@@ -185,7 +185,8 @@ fn fake_bench_exiting(
     let _ = std::fs::remove_dir_all(&out_dir);
     let out = Command::new(env!("CARGO_BIN_EXE_dashc"))
         .args(["bench", "--seqlens", "512", "--head-dims", "64", "--tokens", "512"])
-        .args(["--hidden", "64", "--reps", "1", "--no-check", "--out", out_dir.to_str().unwrap()])
+        .args(["--hidden", "64", "--no-check", "--out", out_dir.to_str().unwrap()])
+        .args(if args.contains(&"--reps") { &[][..] } else { &["--reps", "1"][..] })
         .args(["--work-dir", machine.join("work").to_str().unwrap()])
         .args(args)
         .current_dir(machine)
@@ -276,6 +277,57 @@ fn bench_rounds_alternate_the_order_and_report_the_mean() {
         assert!(row.contains("1755 (2/2) 612 W"), "{row}");
     }
     assert!(table.contains("mean of 2 rounds"), "{table}");
+    for dir in [hopper, cutlass] {
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
+
+#[test]
+#[cfg(unix)]
+fn bench_with_a_long_series_shows_the_rested_and_sustained_figures() {
+    let hopper = fake_gpu_machine("fake-hopper-series");
+    let cutlass = fake_cutlass("fake-hopper-series-cutlass");
+    let log = hopper.join("args.log");
+    let (out, doc) = fake_bench(
+        &hopper,
+        &cutlass,
+        &["--masks", "full", "--schedules", "naive", "--reps", "40", "--idle-ms", "1500"],
+        &[("FAKE_SERIES", "1".as_ref()), ("FAKE_ARGS_LOG", log.as_os_str())],
+    );
+    // Every harness rested before its timed runs.
+    let args = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        !args.is_empty() && args.lines().all(|l| l.contains("--reps 40") && l.contains("--idle-ms 1500")),
+        "{args}"
+    );
+    // 100 TFLOPS at the median of 1.0 ms: the first five runs (0.9 ms) give 111.1, the last third 100.0.
+    let table = stdout(&out);
+    assert!(table.contains("det rested") && table.contains("det sustained"), "{table}");
+    let row = row_of(&table, "naive");
+    assert!(row.contains("111.1") && row.contains("100.0"), "{row}");
+    // The JSON keeps the series.
+    let series = &doc["configs"][0]["results"][0]["deterministic"]["total_reps"];
+    assert_eq!(series.as_array().map(Vec::len), Some(40), "{series}");
+    for dir in [hopper, cutlass] {
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
+
+#[test]
+#[cfg(unix)]
+fn bench_without_a_series_shows_no_rested_column() {
+    let hopper = fake_gpu_machine("fake-hopper-no-series");
+    let cutlass = fake_cutlass("fake-hopper-no-series-cutlass");
+    let log = hopper.join("args.log");
+    let (out, _) = fake_bench(
+        &hopper,
+        &cutlass,
+        &["--masks", "full", "--schedules", "naive"],
+        &[("FAKE_ARGS_LOG", log.as_os_str())],
+    );
+    let table = stdout(&out);
+    assert!(!table.contains("det rested"), "{table}");
+    assert!(!std::fs::read_to_string(&log).unwrap().contains("--idle-ms"));
     for dir in [hopper, cutlass] {
         std::fs::remove_dir_all(&dir).unwrap();
     }
@@ -703,7 +755,9 @@ fn bench_lists_must_not_be_empty() {
 /// deterministic build's first dQ value is 3 instead. With FAKE_NO_DUMP set it writes nothing. With FAKE_COUNTER
 /// naming a file, the n-th harness run reports 100 + n TFLOPS and a main kernel of n ms (the order of the runs
 /// shows), and the run numbered FAKE_FAIL_RUN reports a failed check. With FAKE_CLOCKS set it reports an SM clock
-/// (one limited sample at 1755 MHz), with FAKE_WATTS the board power too. So the test
+/// (one limited sample at 1755 MHz), with FAKE_WATTS the board power too. With FAKE_SERIES set it lists 40 timed
+/// whole backwards (five of 0.9 ms, then 1.0 ms); with FAKE_ARGS_LOG naming a file it appends its arguments there.
+/// So the test
 /// exercises what dashc does with real harnesses (dump folders, the comparison, the verdict), not the kernels.
 fn fake_gpu_machine(name: &str) -> PathBuf {
     fake_gpu_machine_with_cap(name, "9.0")
@@ -718,6 +772,7 @@ fn fake_gpu_machine_named(name: &str, compute_cap: &str, gpu: &str) -> PathBuf {
     std::fs::create_dir_all(&bin).unwrap();
     let harness = r#"#!/bin/sh
 dump=""
+[ -n "$FAKE_ARGS_LOG" ] && echo "$@" >> "$FAKE_ARGS_LOG"
 while [ $# -gt 0 ]; do
   if [ "$1" = "--dump" ]; then dump="$2"; shift; fi
   shift
@@ -732,6 +787,12 @@ status=ok
 [ -n "$FAKE_FAIL_RUN" ] && [ "$n" = "$FAKE_FAIL_RUN" ] && status=check_failed
 clocks=null
 [ -n "$FAKE_CLOCKS" ] && clocks='{"sm_mhz_median":1755,"sm_mhz_min":1605,"samples":1,"limited":1,"power_w_median":'"${FAKE_WATTS:-null}"'}'
+series=""
+if [ -n "$FAKE_SERIES" ]; then
+  series=',"total_reps":[0.9,0.9,0.9,0.9,0.9'
+  i=0; while [ $i -lt 35 ]; do series="$series,1.0"; i=$((i + 1)); done
+  series="$series]"
+fi
 ones() { i=0; while [ $i -lt "$1" ]; do printf '\200\077'; i=$((i + 1)); done; }
 if [ -n "$dump" ] && [ -z "$FAKE_NO_DUMP" ]; then
   if [ "$det" = true ] && [ -n "$FAKE_DET_DQ" ]; then { printf '\100\100'; ones $((FAKE_VALUES - 1)); } > "$dump/dq.bf16"
@@ -739,7 +800,7 @@ if [ -n "$dump" ] && [ -z "$FAKE_NO_DUMP" ]; then
   ones "$FAKE_VALUES" > "$dump/dk.bf16"
   ones "$FAKE_VALUES" > "$dump/dv.bf16"
 fi
-echo '{"status":"'$status'","schedule":"naive","variant":"fake","device":"Fake GPU","sm_count":132,"deterministic":'$det',"units":8,"visits":64,"time_ms":{"total_median":1.0,"main_median":'$main',"total_min":1.0,"main_min":0.9},"tflops":{"total":'$total',"main":110.0},"check":{"ran":false,"rel_l2_dq":null,"rel_l2_dk":null,"rel_l2_dv":null,"tolerance":0.02},"finite":true,"poison_ok":true,"repeatable":true,"repeat_runs":5,"main_kernel":{"registers":128,"local_bytes":0,"smem_bytes":1024},"clocks":'"$clocks"',"spin_error":{"code":0,"unit":0,"bh":0,"q_tile":0,"wanted_rank":0,"seen":0}}'
+echo '{"status":"'$status'","schedule":"naive","variant":"fake","device":"Fake GPU","sm_count":132,"deterministic":'$det',"units":8,"visits":64,"time_ms":{"total_median":1.0,"main_median":'$main',"total_min":1.0,"main_min":0.9},"tflops":{"total":'$total',"main":110.0},"check":{"ran":false,"rel_l2_dq":null,"rel_l2_dk":null,"rel_l2_dv":null,"tolerance":0.02},"finite":true,"poison_ok":true,"repeatable":true,"repeat_runs":5,"main_kernel":{"registers":128,"local_bytes":0,"smem_bytes":1024},"clocks":'"$clocks"''"$series"',"spin_error":{"code":0,"unit":0,"bh":0,"q_tile":0,"wanted_rank":0,"seen":0}}'
 "#;
     let tools = [
         ("nvidia-smi", format!("#!/bin/sh\necho '{gpu}, {compute_cap}, 1.0'\n")),
