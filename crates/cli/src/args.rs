@@ -443,9 +443,9 @@ pub struct GpuArgs {
     /// Main loop: sm80 (portable) or sm90 (Hopper: TMA, wgmma); default sm90 on a Hopper GPU, else sm80
     #[arg(long, value_enum)]
     pub arch: Option<ArchArg>,
-    /// Leave the GPU idle this long before each harness's timed runs. A GPU at its power limit runs the first
-    /// tens of ms of load about 10% faster than sustained load; with --reps 150 or more, `bench` then shows both
-    /// (docs/gpu.md, "At rest and sustained")
+    /// Leave the GPU idle this long before each harness's timed runs. Near its power limit a GPU runs the first
+    /// tens of ms of load about 10% faster than sustained load; with --reps 30 or more `bench` shows both (150 let
+    /// a long row reach the limit; docs/gpu.md, "At rest and sustained")
     #[arg(long, default_value_t = 0, value_name = "MS", value_parser = clap::value_parser!(u32).range(0..=60000))]
     pub idle_ms: u32,
 }
