@@ -326,6 +326,30 @@ pub struct Clocks {
     pub power_w_median: Option<f64>,
 }
 
+/// The fewest timed whole backwards from which a result's rested and sustained figures are read (`--reps`).
+pub const SERIES_MIN_REPS: usize = 30;
+
+impl HarnessResult {
+    /// A passing result's whole-backward TFLOPS over its first five timed runs ("rested") and over the last third
+    /// of them ("sustained"), where it timed at least [`SERIES_MIN_REPS`]. Near its power limit a GPU runs the
+    /// first tens of ms of load about 10% faster than what follows (bench/NOTES.md runs 138-142); the median of a
+    /// short series mixes the two.
+    pub fn rested_and_sustained(&self) -> Option<(f64, f64)> {
+        if self.status != "ok" {
+            return None;
+        }
+        let reps = self.total_reps.as_ref().filter(|v| v.len() >= SERIES_MIN_REPS && v.iter().all(|x| *x > 0.0))?;
+        let tflop_ms = self.tflops.total? * self.time_ms.total_median?; // the FLOPs, in TFLOP x ms
+        let median = |v: &[f64]| {
+            let mut v = v.to_vec();
+            v.sort_by(f64::total_cmp);
+            let n = v.len();
+            if n % 2 == 1 { v[n / 2] } else { 0.5 * (v[n / 2 - 1] + v[n / 2]) }
+        };
+        Some((tflop_ms / median(&reps[..5]), tflop_ms / median(&reps[reps.len() * 2 / 3..])))
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Times {
     pub total_median: Option<f64>,

@@ -236,32 +236,13 @@ fn clock_cell(rounds: &[&Measured]) -> String {
     }
 }
 
-/// The fewest timed whole backwards from which `bench` reads a rested and a sustained figure (`--reps`).
-const SERIES_MIN_REPS: usize = 30;
-
-/// A passing result's whole-backward TFLOPS over its first five timed runs ("rested") and over the last third of
-/// them ("sustained"), where it timed at least [`SERIES_MIN_REPS`]. A GPU at its power limit runs the first tens
-/// of ms of load about 10% faster than what follows (bench/NOTES.md runs 138-142); the median of a short series
-/// mixes the two.
-fn rested_and_sustained(r: &HarnessResult) -> Option<(f64, f64)> {
-    let reps = r.total_reps.as_ref().filter(|v| v.len() >= SERIES_MIN_REPS && v.iter().all(|x| *x > 0.0))?;
-    let tflops_ms = passed_tflops(r)? * r.time_ms.total_median?; // the FLOPs, in TFLOP x ms
-    let median = |v: &[f64]| {
-        let mut v = v.to_vec();
-        v.sort_by(f64::total_cmp);
-        let n = v.len();
-        if n % 2 == 1 { v[n / 2] } else { 0.5 * (v[n / 2 - 1] + v[n / 2]) }
-    };
-    Some((tflops_ms / median(&reps[..5]), tflops_ms / median(&reps[reps.len() * 2 / 3..])))
-}
-
 /// Per configuration and schedule: deterministic and atomic TFLOPS (the mean over the rounds, with the range of
 /// the deterministic one when there are several), the cost of determinism, and the anchors.
 fn bench_table(configs: &[ConfigResult], rounds: u32) -> String {
     let mut rows = Vec::new();
     // The rested and sustained columns, where any deterministic result timed a long enough series.
     let series =
-        configs.iter().flat_map(|c| &c.results).any(|r| rested_and_sustained(&r.measured.deterministic).is_some());
+        configs.iter().flat_map(|c| &c.results).any(|r| r.measured.deterministic.rested_and_sustained().is_some());
     let fmt = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.1}"));
     for c in configs {
         let a = anchor(c.head_dim, c.mask == "causal", c.seqlen, c.batch);
@@ -305,7 +286,7 @@ fn bench_table(configs: &[ConfigResult], rounds: u32) -> String {
             if series {
                 // The mean over the rounds, where every round has a series.
                 let pairs: Option<Vec<(f64, f64)>> =
-                    g.rounds.iter().map(|m| rested_and_sustained(&m.deterministic)).collect();
+                    g.rounds.iter().map(|m| m.deterministic.rested_and_sustained()).collect();
                 let pairs = pairs.filter(|p| !p.is_empty());
                 let mean = |pick: fn(&(f64, f64)) -> f64| {
                     pairs.as_ref().map(|p| p.iter().map(pick).sum::<f64>() / p.len() as f64)

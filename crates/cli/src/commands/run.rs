@@ -119,6 +119,11 @@ pub fn run(args: RunArgs) -> Result<()> {
 pub fn results_table(measured: &[&Measured]) -> String {
     let naive = measured.iter().find(|m| m.schedule == "naive");
     let mut rows = Vec::new();
+    // The rested and sustained columns, where any result timed a long enough series (`--reps`; docs/gpu.md).
+    let series = measured
+        .iter()
+        .flat_map(|m| std::iter::once(&m.deterministic).chain(m.nondeterministic.as_ref()))
+        .any(|r| r.rested_and_sustained().is_some());
     for m in measured {
         for r in std::iter::once(&m.deterministic).chain(m.nondeterministic.as_ref()) {
             let err =
@@ -130,11 +135,18 @@ pub fn results_table(measured: &[&Measured]) -> String {
             let naive_same_variant = naive.map(|n| {
                 if r.deterministic { &n.deterministic } else { n.nondeterministic.as_ref().unwrap_or(&n.deterministic) }
             });
-            rows.push(vec![
+            let mut row = vec![
                 m.schedule.clone(),
                 if r.deterministic { "det" } else { "atomic" }.to_string(),
                 r.time_ms.total_median.map_or("-".into(), |t| format!("{t:.3}")),
                 r.tflops.total.map_or("-".into(), |t| format!("{t:.1}")),
+            ];
+            if series {
+                let pair = r.rested_and_sustained();
+                let cell = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.1}"));
+                row.extend([cell(pair.map(|p| p.0)), cell(pair.map(|p| p.1))]);
+            }
+            row.extend([
                 if r.check.ran { format!("{err:.1e}") } else { "not run".into() },
                 match (&m.vs_nondeterministic, r.deterministic) {
                     (Some(a), true) => a.table_cell(),
@@ -152,20 +164,13 @@ pub fn results_table(measured: &[&Measured]) -> String {
                 ratio(Some(m.predicted_makespan), naive.map(|n| n.predicted_makespan)),
                 ratio(r.time_ms.total_median, naive_same_variant.and_then(|n| n.time_ms.total_median)),
             ]);
+            rows.push(row);
         }
     }
-    let headers = [
-        "schedule",
-        "variant",
-        "time ms",
-        "TFLOPS",
-        "max rel err",
-        "vs atomic",
-        "bitwise rep",
-        "status",
-        "predicted",
-        "pred / naive",
-        "meas / naive",
-    ];
+    let mut headers = vec!["schedule", "variant", "time ms", "TFLOPS"];
+    if series {
+        headers.extend(["rested TFLOPS", "sustained TFLOPS"]);
+    }
+    headers.extend(["max rel err", "vs atomic", "bitwise rep", "status", "predicted", "pred / naive", "meas / naive"]);
     table(&headers, &rows)
 }

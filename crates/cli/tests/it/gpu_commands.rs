@@ -883,6 +883,32 @@ fn run_compares_the_deterministic_outputs_with_the_atomic_ones() {
 
 #[test]
 #[cfg(unix)]
+fn run_with_a_long_series_shows_the_rested_and_sustained_figures() {
+    let bin = fake_gpu_machine("fake-gpu-series");
+    let log = bin.join("args.log");
+    let out = Command::new(env!("CARGO_BIN_EXE_dashc"))
+        .args(["run", "--seqlen", "128", "--heads", "1", "--head-dim", "64", "--schedule", "naive", "--arch", "sm80"])
+        .args(["--reps", "40", "--idle-ms", "200", "--work-dir", bin.join("work").to_str().unwrap()])
+        .current_dir(&bin)
+        .env_clear()
+        .env("PATH", &bin)
+        .env("FAKE_VALUES", "8192")
+        .env("FAKE_SERIES", "1")
+        .env("FAKE_ARGS_LOG", &log)
+        .output()
+        .expect("dashc runs");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(std::fs::read_to_string(&log).unwrap().contains("--idle-ms 200"));
+    // 100 TFLOPS at the median of 1.0 ms: 111.1 over the first five runs (0.9 ms), 100.0 over the last third.
+    let table = stdout(&out);
+    assert!(table.contains("rested TFLOPS") && table.contains("sustained TFLOPS"), "{table}");
+    let row = table.lines().find(|l| l.starts_with("naive")).unwrap_or_else(|| panic!("{table}"));
+    assert!(row.contains("111.1") && row.contains("100.0"), "{row}");
+    std::fs::remove_dir_all(&bin).unwrap();
+}
+
+#[test]
+#[cfg(unix)]
 fn run_picks_the_main_loop_by_gpu_and_refuses_sm90_off_hopper() {
     let run = |bin: &std::path::Path, extra: &[&str], cutlass: Option<&std::path::Path>| {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_dashc"));
