@@ -18,14 +18,11 @@ NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/
 METRICS=gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,lts__t_bytes.sum,sm__inst_executed.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared.sum
 ROWS=${ROWS:-"128 causal 16384 spread-symmetric-shift;128 causal 16384 spt;128 full 8192 spread-shift;128 full 8192 spt"}
 IFS=';' read -ra rows <<< "$ROWS"
-for row in "${rows[@]}"; do
+source bench/scripts/row-harness.sh
+for row in "${rows[@]}"; do  # build every harness at once
   read -r hd mask seqlen schedule <<< "$row"
   for build in det atomic; do
-    g=/tmp/ncu-$hd-$mask-$seqlen-$schedule-$build
-    flag=""; [ $build = atomic ] && flag=--nondeterministic
-    rm -rf $g && $D codegen --arch sm90 --seqlen $seqlen --batch $((16384 / seqlen)) --heads $((2048 / hd)) \
-      --head-dim $hd --mask $mask --schedule $schedule --split-tail $flag -o $g > /dev/null 2>&1 &&
-      (cd $g && eval "$(cat nvcc-command.txt)" > build.log 2>&1 || echo "build failed $g") &
+    build_row_harness /tmp/ncu-$hd-$mask-$seqlen-$schedule-$build /dev/null $hd $mask $seqlen $schedule $build &
   done
 done
 if [ "${FA4:-1}" = 1 ]; then source bench/scripts/fa4-install.sh || exit 1; fi

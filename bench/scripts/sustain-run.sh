@@ -20,14 +20,12 @@ export CUTLASS_INCLUDE
 # hd mask seqlen schedule
 ROWS=${ROWS:-"128 full 8192 spread-shift;128 causal 16384 spread-symmetric-shift;64 causal 16384 spread-symmetric-shift;64 full 16384 spread-shift"}
 IFS=';' read -ra rows <<< "$ROWS"
+source bench/scripts/row-harness.sh
 for row in "${rows[@]}"; do  # build every harness at once
   read -r hd mask seqlen schedule <<< "$row"
   for build in det atomic; do
-    g=/tmp/sustain-$hd-$mask-$seqlen-$build
-    flag=""; [ $build = atomic ] && flag=--nondeterministic
-    rm -rf $g && $D codegen --arch sm90 --seqlen $seqlen --batch $((16384 / seqlen)) --heads $((2048 / hd)) \
-      --head-dim $hd --mask $mask --schedule $schedule --split-tail $flag -o $g > $R/codegen-$hd-$mask-$seqlen-$build.log 2>&1 &&
-      (cd $g && eval "$(cat nvcc-command.txt)" > build.log 2>&1 || echo "build failed $g") &
+    build_row_harness /tmp/sustain-$hd-$mask-$seqlen-$build $R/codegen-$hd-$mask-$seqlen-$build.log \
+      $hd $mask $seqlen $schedule $build &
   done
 done
 if [ "${FA4:-1}" = 1 ]; then source bench/scripts/fa4-install.sh || exit 1; fi

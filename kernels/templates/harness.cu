@@ -727,7 +727,12 @@ int main(int argc, char** argv) {
   // Every main kernel timed alone, in order, with an NVML reading taken while it ran
   // (where it was still running once NVML answered): "main_reps" in the JSON, to
   // show how its time moves within a process and with the power drawn.
-  std::string main_reps_json;
+  struct MainRep {
+    float ms;
+    bool have;  // whether `reading` was taken while the kernel ran
+    ClockSampler::Reading reading;
+  };
+  std::vector<MainRep> main_reps;
   // One main kernel alone, from its own start (the preprocess before it, the postprocess after it), in ms.
   auto main_alone_ms = [&] {
     launch_pre();
@@ -735,17 +740,12 @@ int main(int argc, char** argv) {
     launch_main();
     CHECK_CUDA(cudaEventRecord(ev1));
     launch_post();
-    ClockSampler::Reading r;
-    const bool have = clocks.read(ev1, r);
+    MainRep rep{};
+    rep.have = clocks.read(ev1, rep.reading);
     CHECK_CUDA(cudaEventSynchronize(ev1));
-    float ms = 0;
-    CHECK_CUDA(cudaEventElapsedTime(&ms, ev0, ev1));
-    char entry[96];
-    std::snprintf(entry, sizeof entry, "%s[%s,%s,%s,%s]", main_reps_json.empty() ? "" : ",", json_num(ms).c_str(),
-                  have ? std::to_string(r.mhz).c_str() : "null", json_num(have ? r.watts : NAN).c_str(),
-                  have ? (r.limited ? "1" : "0") : "null");
-    main_reps_json += entry;
-    return ms;
+    CHECK_CUDA(cudaEventElapsedTime(&rep.ms, ev0, ev1));
+    main_reps.push_back(rep);
+    return rep.ms;
   };
   if (!timed_out) {
     if (args.idle_ms > 0) {
@@ -854,8 +854,14 @@ int main(int argc, char** argv) {
     if (std::fclose(f) != 0 || std::rename(tmp.c_str(), args.trace) != 0) fail_input("cannot write trace file", args.trace);
   }
 
-  std::string total_reps_json;
+  std::string total_reps_json, main_reps_json;
   for (size_t i = 0; i < t_total.size(); ++i) total_reps_json += (i ? "," : "") + json_num(t_total[i]);
+  for (const MainRep& m : main_reps) {
+    const ClockSampler::Reading& r = m.reading;
+    main_reps_json += std::string(main_reps_json.empty() ? "" : ",") + "[" + json_num(m.ms) + "," +
+                      (m.have ? std::to_string(r.mhz) : "null") + "," + json_num(m.have ? r.watts : NAN) + "," +
+                      (m.have ? (r.limited ? "1" : "0") : "null") + "]";
+  }
   const double flops = 4.0 * B * H * (double)SQ * SK * D * (config::kIsCausal ? 0.5 : 1.0) * 2.5;
   const double ms_total = median(t_total), ms_main = median(t_main);
   const double tol = 2e-2;

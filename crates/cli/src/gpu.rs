@@ -340,14 +340,21 @@ impl HarnessResult {
         }
         let reps = self.total_reps.as_ref().filter(|v| v.len() >= SERIES_MIN_REPS && v.iter().all(|x| *x > 0.0))?;
         let tflop_ms = self.tflops.total? * self.time_ms.total_median?; // the FLOPs, in TFLOP x ms
-        let median = |v: &[f64]| {
-            let mut v = v.to_vec();
-            v.sort_by(f64::total_cmp);
-            let n = v.len();
-            if n % 2 == 1 { v[n / 2] } else { 0.5 * (v[n / 2 - 1] + v[n / 2]) }
-        };
+        let median = |v: &[f64]| quantile(v.to_vec(), 0.5);
         Some((tflop_ms / median(&reps[..5]), tflop_ms / median(&reps[reps.len() * 2 / 3..])))
     }
+}
+
+/// The `q` quantile of `v` (linear interpolation between order statistics; `q` = 0.5 is the median); NaN when `v`
+/// is empty.
+pub fn quantile(mut v: Vec<f64>, q: f64) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(f64::total_cmp);
+    let x = q * (v.len() - 1) as f64;
+    let (lo, hi) = (x.floor() as usize, x.ceil() as usize);
+    v[lo] + (v[hi] - v[lo]) * (x - lo as f64)
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -285,13 +285,10 @@ fn bench_table(configs: &[ConfigResult], rounds: u32) -> String {
             }
             if series {
                 // The mean over the rounds, where every round has a series.
-                let pairs: Option<Vec<(f64, f64)>> =
-                    g.rounds.iter().map(|m| m.deterministic.rested_and_sustained()).collect();
-                let pairs = pairs.filter(|p| !p.is_empty());
-                let mean = |pick: fn(&(f64, f64)) -> f64| {
-                    pairs.as_ref().map(|p| p.iter().map(pick).sum::<f64>() / p.len() as f64)
+                let pair = |pick: fn((f64, f64)) -> f64| {
+                    mean_of(g.rounds.iter().map(|m| m.deterministic.rested_and_sustained().map(pick)))
                 };
-                row.extend([fmt(mean(|p| p.0)), fmt(mean(|p| p.1))]);
+                row.extend([fmt(pair(|p| p.0)), fmt(pair(|p| p.1))]);
             }
             row.extend([
                 fmt(atomic),

@@ -17,7 +17,7 @@ use crate::args::{ConfigsArgs, CostArgs, MaskArg, ShapeArgs, ShapeOnly, Validate
 use crate::commands::calibrate::{provenance, summary};
 use crate::costs_file::{CostsFile, write_atomic, write_atomic_bytes};
 use crate::exit::bad_input;
-use crate::gpu::{HarnessResult, Target, find_nvcc, kernel_config, prebuild, probe_device};
+use crate::gpu::{HarnessResult, Target, find_nvcc, kernel_config, prebuild, probe_device, quantile};
 use crate::measure::{measure_setup, round_order};
 use crate::output::{SCHEMA_VERSION, table};
 use crate::plot::gantt::{Gantt, Part};
@@ -575,16 +575,6 @@ impl Row {
     fn error(&self) -> f64 {
         (self.predicted_us - self.measured_us).abs() / self.measured_us
     }
-}
-
-fn quantile(mut v: Vec<f64>, q: f64) -> f64 {
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    v.sort_by(f64::total_cmp);
-    let x = q * (v.len() - 1) as f64;
-    let (lo, hi) = (x.floor() as usize, x.ceil() as usize);
-    v[lo] + (v[hi] - v[lo]) * (x - lo as f64)
 }
 
 fn report(
