@@ -640,10 +640,19 @@ __device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
   for (;; ++count) {
     const int s = count % Cfg::kStages;
     mbar_wait(&ss.full[s], (count / Cfg::kStages) & 1, timeout_ns);
-    // The slot is read where it is needed, not held in registers across the
-    // products: it stays valid until this stage is released.
-    if (read_field(ss.slot[s].visit) < 0) break;
-    if (decode_visit(VisitEntry{0, read_field(ss.slot[s].rank_flags)}).first_of_kv()) {
+    // The slot's (kv, q) and rank/flags words are read once, here, together: two
+    // registers across the visit. Read where each was needed, every read was a
+    // round trip the warp waited for, and the (kv, q) read after the S^T/dP^T
+    // issue queued behind the wgmma operand fetches and held up the dP^T issue
+    // (the warps' largest stall in the loop, 6% of all samples at hd128 causal;
+    // Nsight Compute, run 148). The rest of the slot stays in shared memory until
+    // the stage is released.
+    const int slot_visit = read_field(ss.slot[s].visit);
+    const uint32_t slot_rank_flags = read_field(ss.slot[s].rank_flags);
+    const uint32_t slot_kv_q = read_field(ss.slot[s].kv_q);
+    if (slot_visit < 0) break;
+    const Visit cur = decode_visit(VisitEntry{slot_kv_q, slot_rank_flags});
+    if (cur.first_of_kv()) {
       mbar_wait(&ss.kv_full, kv_count & 1, timeout_ns);
       ++kv_count;
     }
@@ -652,7 +661,7 @@ __device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
     // divisions by powers of two are plain shifts (no sign fix-ups).
     __builtin_assume(tid >= 0 && tid < Cfg::kConsumerThreads);
     if constexpr (Cfg::TRACE) {
-      if (tid == 0) trace_visit<Cfg>(p, read_field(ss.slot[s].visit), 0);
+      if (tid == 0) trace_visit<Cfg>(p, slot_visit, 0);
     }
 
     Tensor sQ = make_tensor(make_smem_ptr(&ss.q[s][0]), typename Cfg::SmemLayoutQ{});
@@ -740,7 +749,7 @@ __device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
     // 70-71). ptxas then issues most of the exp2s after the wait for dP^T rather
     // than under it, and the kernel is faster all the same.
     static_assert(decltype(size(acc_s))::value == Cfg::BLOCK_M / 2, "one 64-row accumulator per warpgroup");
-    const Visit tile = decode_visit(VisitEntry{read_field(ss.slot[s].kv_q), 0});
+    const Visit& tile = cur;
     warpgroup_wait<1>();
     warpgroup_fence_operand(acc_s);
     {
@@ -856,13 +865,16 @@ __device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
     // The slot of this visit is kept for its dQ partial.
     fence_async_shared();
     named_arrive(kBarDsReady + 2 * (count % 2) + wg, Cfg::kConsumerThreads);
-    if (tid == 0) ss.deferred_slot[count % 2] = read_slot(ss.slot[s]);
+    if (tid == 0) {
+      ss.deferred_slot[count % 2] = VisitSlot{slot_kv_q, slot_rank_flags, read_field(ss.slot[s].bh), slot_visit,
+                                              read_field(ss.slot[s].unit), read_field(ss.slot[s].last_of_unit)};
+    }
 
     // ---- dQ = dS K (staged for the writer); dK += dS^T Q ----
     {
       // The previous visit's dQ, unless this visit starts a KV tile (the previous
       // tile's last dQ was done at its end).
-      const bool dq_now = !decode_visit(VisitEntry{0, read_field(ss.slot[s].rank_flags)}).first_of_kv();
+      const bool dq_now = !cur.first_of_kv();
       const uint32_t dq_visit = count - 1;
       auto issue_dk = [&] {
         Tensor tKrQt = desc64(ops_dkv.partition_fragment_B(sQt));
@@ -902,14 +914,14 @@ __device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
     }
     // This warp is done with the stage (Q, dO, LSE, D): one arrival per warp.
     // K and V are released after the KV tile's dK/dV have left through their tiles.
-    // The fields used below (unit and last_of_unit: trace build only).
-    VisitSlot slot{read_field(ss.slot[s].kv_q), read_field(ss.slot[s].rank_flags), read_field(ss.slot[s].bh),
-                   read_field(ss.slot[s].visit), 0, 0};
+    // The fields used below: bh at a KV tile's end only; unit and last_of_unit in
+    // the trace build only.
+    VisitSlot slot{slot_kv_q, slot_rank_flags, 0, slot_visit, 0, 0};
+    if (cur.last_of_kv()) slot.bh = read_field(ss.slot[s].bh);
     if constexpr (Cfg::TRACE) {
       slot.unit = read_field(ss.slot[s].unit);
       slot.last_of_unit = read_field(ss.slot[s].last_of_unit);
     }
-    const Visit cur = decode_visit(VisitEntry{slot.kv_q, slot.rank_flags});
     __syncwarp();  // the whole warp has read the slot
     if ((fresh_thread_index() & 31) == 0) {
       mbar_arrive(&ss.empty[s]);
