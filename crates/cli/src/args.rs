@@ -388,6 +388,16 @@ pub struct ReportArgs {
     pub out: PathBuf,
 }
 
+/// Which of a run's timed repetitions a measured main-kernel time stands for (`validate --statistic`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TimeStatistic {
+    /// The median of the repetitions
+    Median,
+    /// The fastest repetition: on the long rows the one before the GPU's power management steps down under
+    /// sustained load (bench/NOTES.md runs 138-142), the state of a run that starts from rest
+    Fastest,
+}
+
 /// The main loop to generate: `--arch sm80` (portable, `mma.sync`) or `--arch sm90` (Hopper: TMA, `wgmma`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ArchArg {
@@ -617,4 +627,9 @@ pub struct ValidateArgs {
     pub gantt_seqlen: u32,
     #[command(flatten)]
     pub rounds: RoundsArgs,
+    /// Which repetition of each run the report compares with the prediction: the median (mixes the GPU's rested
+    /// and power-limited states on the long rows) or the fastest (the rested state; pair it with --idle-ms). The
+    /// raw file keeps both
+    #[arg(long, value_enum, default_value_t = TimeStatistic::Median)]
+    pub statistic: TimeStatistic,
 }

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use schedulers::{CostModel, LaunchPolicy};
 
-use crate::args::{ConfigsArgs, CostArgs, MaskArg, ShapeArgs, ShapeOnly, ValidateArgs};
+use crate::args::{ConfigsArgs, CostArgs, MaskArg, ShapeArgs, ShapeOnly, TimeStatistic, ValidateArgs};
 use crate::commands::calibrate::{provenance, summary};
 use crate::costs_file::{CostsFile, write_atomic, write_atomic_bytes};
 use crate::exit::bad_input;
@@ -104,6 +104,12 @@ struct RawRow {
     /// With several rounds: each round's main-kernel median, in round order (null for a round without one).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     main_ms_rounds: Vec<Option<f64>>,
+    /// The fastest repetition of the main kernel alone, ms, and per round, as `main_ms` and `main_ms_rounds`
+    /// (`--statistic fastest`); absent in files written before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    main_min_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    main_min_ms_rounds: Vec<Option<f64>>,
     /// The SM clock while the timed whole backwards ran (NVML; the median over the rounds of each round's
     /// median), MHz, and the share of samples a power or thermal limit held down; absent where the harness had
     /// no NVML, and in files written before the harness sampled it. The model's costs are fitted at the
@@ -225,7 +231,37 @@ pub fn run(args: ValidateArgs) -> Result<()> {
             costs.gpu
         )));
     }
+    let raw = with_statistic(raw, args.statistic)?;
     report(&args, &costs, &costs_path, &raw, &raw_dir, &doc_dir)
+}
+
+/// The measurements as the report reads them (`main_ms`, `main_ms_rounds`): the medians as measured, or with
+/// `--statistic fastest` the fastest repetitions in their place. A successful row without them (a file from
+/// before they were kept) is an error, not a silent fallback to the median.
+fn with_statistic(mut raw: Raw, statistic: TimeStatistic) -> Result<Raw> {
+    if statistic == TimeStatistic::Median {
+        return Ok(raw);
+    }
+    for r in &mut raw.rows {
+        if r.status != "ok" {
+            continue;
+        }
+        if r.main_min_ms.is_none() {
+            return Err(bad_input(format!(
+                "--statistic fastest: the measurements of {} hd{} s{} {} have no fastest repetition (a raw file \
+                 from before dashc kept it); use --statistic median",
+                r.mask, r.head_dim, r.seqlen, r.schedule
+            )));
+        }
+        r.main_ms = r.main_min_ms;
+        r.main_ms_rounds = r.main_min_ms_rounds.clone();
+    }
+    Ok(raw)
+}
+
+/// A raw row's values per round: the per-round list, or for a one-round file its one value.
+fn rounds_of(one: Option<f64>, each: &[Option<f64>]) -> Vec<Option<f64>> {
+    if each.is_empty() { vec![one] } else { each.to_vec() }
 }
 
 fn load_raw(path: &Path) -> Result<Raw> {
@@ -315,11 +351,11 @@ fn merge_raws(mut loaded: Vec<(Raw, PathBuf, PathBuf)>) -> Result<(Raw, PathBuf)
     for row in &loaded[0].0.rows {
         let same: Vec<&RawRow> =
             loaded.iter().map(|(r, _, _)| r.rows.iter().find(|x| key(x) == key(row)).expect("same rows")).collect();
-        // Each file's rounds: its per-round medians, or for a one-round file its one median.
-        let per_round: Vec<Option<f64>> = same
-            .iter()
-            .flat_map(|r| if r.main_ms_rounds.is_empty() { vec![r.main_ms] } else { r.main_ms_rounds.clone() })
-            .collect();
+        // Each file's rounds: its per-round medians, or for a one-round file its one median; the same for the
+        // fastest repetitions, which files from before they were kept lack (null rounds).
+        let per_round: Vec<Option<f64>> = same.iter().flat_map(|r| rounds_of(r.main_ms, &r.main_ms_rounds)).collect();
+        let per_round_min: Vec<Option<f64>> =
+            same.iter().flat_map(|r| rounds_of(r.main_min_ms, &r.main_min_ms_rounds)).collect();
         let failed = same.iter().find(|r| r.status != "ok");
         // The median where every file (or round) has a value. A clock is taken so too, as for the rounds of one
         // call; a time also needs every round to have passed.
@@ -334,6 +370,12 @@ fn merge_raws(mut loaded: Vec<(Raw, PathBuf, PathBuf)>) -> Result<(Raw, PathBuf)
             // Only medians are kept of the whole backward: the median of the files' medians.
             total_ms: all(same.iter().map(|r| r.total_ms).collect()),
             main_ms_rounds: if rounds > 1 { per_round } else { Vec::new() },
+            main_min_ms: all(per_round_min.clone()),
+            main_min_ms_rounds: if rounds > 1 && per_round_min.iter().any(Option::is_some) {
+                per_round_min
+            } else {
+                Vec::new()
+            },
             sm_mhz: some(same.iter().map(|r| r.sm_mhz).collect()),
             clock_limited_share: some(same.iter().map(|r| r.clock_limited_share).collect()),
             ..row.clone()
@@ -465,6 +507,12 @@ fn measure(args: &ValidateArgs, costs: &CostsFile, costs_path: &Path) -> Result<
                 total_ms: median_of(|r| r.time_ms.total_median),
                 main_ms_rounds: if rounds > 1 {
                     results.iter().map(|r| r.time_ms.main_median).collect()
+                } else {
+                    Vec::new()
+                },
+                main_min_ms: median_of(|r| r.time_ms.main_min),
+                main_min_ms_rounds: if rounds > 1 {
+                    results.iter().map(|r| r.time_ms.main_min).collect()
                 } else {
                     Vec::new()
                 },
@@ -708,9 +756,16 @@ fn report(
     } else {
         String::new()
     };
+    let statistic = match args.statistic {
+        TimeStatistic::Median => "the median main-kernel time",
+        TimeStatistic::Fastest => {
+            "the fastest repetition's main-kernel time (`--statistic fastest`: on the long rows, the state before \
+             the GPU's power management steps down under sustained load)"
+        }
+    };
     let _ = writeln!(
         doc,
-        "Measured: the median main-kernel time of the deterministic timing build (CUDA events; no trace code){}, \
+        "Measured: {statistic} of the deterministic timing build (CUDA events; no trace code){}, \
          which is what the simulator predicts (pre- and post-processing are not modelled). Predicted: the \
          simulated makespan of the same schedule on {} SMs with the {} launch (the measurements' own) under the \
          calibrated costs. Error = |predicted − measured| / measured.\n",
@@ -860,9 +915,13 @@ fn report(
         let counts: Vec<String> = round_within.iter().map(|(w, n)| format!("{w} of {n}")).collect();
         let _ = writeln!(
             doc,
-            "Judged on each round's medians alone, the calibrated choice is within 2% of that round's fastest in {} \
-             (rounds in order): between rounds a row's median moves, and with it which of two close schedules is \
-             fastest.\n",
+            "Judged on each round's {} alone, the calibrated choice is within 2% of that round's fastest in {} \
+             (rounds in order): between rounds a row's measurement moves, and with it which of two close schedules \
+             is fastest.\n",
+            match args.statistic {
+                TimeStatistic::Median => "medians",
+                TimeStatistic::Fastest => "fastest repetitions",
+            },
             counts.join(", ")
         );
     }

@@ -602,6 +602,73 @@ fn validate_rounds_alternate_the_order_and_take_the_median() {
     std::fs::remove_dir_all(&machine).unwrap();
 }
 
+/// `--statistic fastest` compares the prediction with each run's fastest repetition, which the raw file keeps
+/// beside the median; a raw file from before it was kept is refused for it, not read as medians.
+#[test]
+#[cfg(unix)]
+fn validate_can_compare_with_the_fastest_repetition() {
+    let machine = fake_gpu_machine_named("fake-validate-fastest", "9.0", "NVIDIA H200");
+    let doc = machine.join("validation.md");
+    // Measured: three rounds; the n-th run's main kernel takes n ms in the median and n - 0.5 ms at its fastest:
+    // naive 1, 4, 5 (fastest 0.5, 3.5, 4.5: median 3.5), spt 2, 3, 6 (1.5, 2.5, 5.5: median 2.5).
+    let out = fake_validate(&machine, &doc, &["--rounds", "3", "--statistic", "fastest"], &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = std::fs::read_to_string(&doc).unwrap();
+    assert!(text.contains("Measured: the fastest repetition's main-kernel time"), "{text}");
+    assert!(text.contains("Judged on each round's fastest repetitions alone"), "{text}");
+    for (schedule, us) in [("naive", "3500.0"), ("spt", "2500.0")] {
+        let row = format!("| full hd64 s512 (1x2) | {schedule} | held out | {us} |");
+        assert!(text.contains(&row), "{row} not in\n{text}");
+    }
+    // From a raw file that keeps both: the statistic asked for.
+    let row = |schedule: &str, median: f64, fastest: f64| {
+        let mut r = raw_row(schedule, "ok", 2, median, &[]);
+        r["main_min_ms"] = serde_json::json!(fastest);
+        r
+    };
+    let raw_path = machine.join("raw.json");
+    let rows = vec![row("naive", 4.0, 2.0), row("spt", 3.0, 2.5)];
+    std::fs::write(&raw_path, validation_raw("NVIDIA H200", 1, 1, rows).to_string()).unwrap();
+    for (statistic, naive_us, measured) in
+        [("median", "4000.0", "the median main-kernel time"), ("fastest", "2000.0", "the fastest repetition's")]
+    {
+        let out = validate_from_raw(
+            &[raw_path.to_str().unwrap()],
+            &doc,
+            &["--schedules", "naive,spt", "--statistic", statistic],
+        );
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let text = std::fs::read_to_string(&doc).unwrap();
+        assert!(text.contains(&format!("Measured: {measured}")), "{text}");
+        let line = format!("| full hd64 s512 (1x2) | naive | held out | {naive_us} |");
+        assert!(text.contains(&line), "{line} not in\n{text}");
+    }
+    // Merged with a file from before the fastest repetition was kept: no value for the rows, so refused for
+    // --statistic fastest (and fine for the median).
+    let old = machine.join("old.json");
+    let rows = vec![raw_row("naive", "ok", 2, 4.0, &[]), raw_row("spt", "ok", 2, 3.0, &[])];
+    std::fs::write(&old, validation_raw("NVIDIA H200", 2, 1, rows).to_string()).unwrap();
+    let files = [raw_path.to_str().unwrap(), old.to_str().unwrap()];
+    let args = validate_from_raw_args(&files, &doc, &["--schedules", "naive,spt", "--statistic", "fastest"]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    fails_with(&args, 2, "have no fastest repetition");
+    let out = validate_from_raw(&files, &doc, &["--schedules", "naive,spt"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    // Two files that both keep it: the median over their rounds' fastest repetitions (naive 2.0 and 3.0 ms).
+    let newer = machine.join("newer.json");
+    let rows = vec![row("naive", 5.0, 3.0), row("spt", 3.0, 2.5)];
+    std::fs::write(&newer, validation_raw("NVIDIA H200", 2, 1, rows).to_string()).unwrap();
+    let out = validate_from_raw(
+        &[raw_path.to_str().unwrap(), newer.to_str().unwrap()],
+        &doc,
+        &["--schedules", "naive,spt", "--statistic", "fastest"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = std::fs::read_to_string(&doc).unwrap();
+    assert!(text.contains("| full hd64 s512 (1x2) | naive | held out | 2500.0 |"), "{text}");
+    std::fs::remove_dir_all(&machine).unwrap();
+}
+
 #[test]
 #[cfg(unix)]
 fn bench_rounds_show_a_failed_round_and_no_mean_for_it() {
@@ -778,10 +845,10 @@ while [ $# -gt 0 ]; do
   shift
 done
 case "$PWD" in *nondet*) det=false ;; *) det=true ;; esac
-total=100.0; main=0.9
+total=100.0; main=0.9; main_min=0.9
 if [ -n "$FAKE_COUNTER" ]; then
   n=0; [ -f "$FAKE_COUNTER" ] && read n < "$FAKE_COUNTER"; n=$((n + 1)); echo $n > "$FAKE_COUNTER"
-  total=$((100 + n)); main=$n
+  total=$((100 + n)); main=$n; main_min=$((n - 1)).5
 fi
 status=ok
 [ -n "$FAKE_FAIL_RUN" ] && [ "$n" = "$FAKE_FAIL_RUN" ] && status=check_failed
@@ -800,7 +867,7 @@ if [ -n "$dump" ] && [ -z "$FAKE_NO_DUMP" ]; then
   ones "$FAKE_VALUES" > "$dump/dk.bf16"
   ones "$FAKE_VALUES" > "$dump/dv.bf16"
 fi
-echo '{"status":"'$status'","schedule":"naive","variant":"fake","device":"Fake GPU","sm_count":132,"deterministic":'$det',"units":8,"visits":64,"time_ms":{"total_median":1.0,"main_median":'$main',"total_min":1.0,"main_min":0.9},"tflops":{"total":'$total',"main":110.0},"check":{"ran":false,"rel_l2_dq":null,"rel_l2_dk":null,"rel_l2_dv":null,"tolerance":0.02},"finite":true,"poison_ok":true,"repeatable":true,"repeat_runs":5,"main_kernel":{"registers":128,"local_bytes":0,"smem_bytes":1024},"clocks":'"$clocks"''"$series"',"spin_error":{"code":0,"unit":0,"bh":0,"q_tile":0,"wanted_rank":0,"seen":0}}'
+echo '{"status":"'$status'","schedule":"naive","variant":"fake","device":"Fake GPU","sm_count":132,"deterministic":'$det',"units":8,"visits":64,"time_ms":{"total_median":1.0,"main_median":'$main',"total_min":1.0,"main_min":'$main_min'},"tflops":{"total":'$total',"main":110.0},"check":{"ran":false,"rel_l2_dq":null,"rel_l2_dk":null,"rel_l2_dv":null,"tolerance":0.02},"finite":true,"poison_ok":true,"repeatable":true,"repeat_runs":5,"main_kernel":{"registers":128,"local_bytes":0,"smem_bytes":1024},"clocks":'"$clocks"''"$series"',"spin_error":{"code":0,"unit":0,"bh":0,"q_tile":0,"wanted_rank":0,"seen":0}}'
 "#;
     let tools = [
         ("nvidia-smi", format!("#!/bin/sh\necho '{gpu}, {compute_cap}, 1.0'\n")),
