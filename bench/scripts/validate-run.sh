@@ -8,7 +8,8 @@
 # `dashc validate --from-raw A --from-raw B`); REPS=N sets the repetitions per measurement (default 10); LAUNCH=persistent
 # measures validate's rows with the persistent launch (the sm90 default in `run` and `bench`; calibrate always
 # traces the in-order one). SCHEDULES=LIST restricts validate's schedules; VALIDATE_FLAGS adds flags (e.g.
-# --split-tail). PART splits the work over two calls (run 84's whole script, calibrate and one round, took
+# --split-tail, --idle-ms 500), CALIBRATE_FLAGS adds calibrate's (e.g. --idle-ms 500, so that the traced run, its
+# last timed one, starts nearer rest). PART splits the work over two calls (run 84's whole script, calibrate and one round, took
 # 403 s on an H100; the per-call limit is 600 s):
 #   PART=all (default): everything in one call;
 #   PART=calibrate: calibrate and the traced run; costs.json is also kept in /tmp/dashc-costs.json on the machine;
@@ -39,7 +40,7 @@ step() { "$@" || { [ $rc = 0 ] && rc=1; echo "failed: $*"; }; }
 rm -rf /tmp/vdoc && mkdir -p /tmp/vdoc
 nvidia-smi --query-gpu=name,uuid,compute_cap,driver_version,clocks.max.sm --format=csv,noheader | tee $OUT/device.txt
 if [ $PART = all ] || [ $PART = calibrate ]; then
-  step $D calibrate $A --reps 5 ${KEEP_TRACES:+--keep-traces $KEEP_TRACES} -o $OUT/costs.json \
+  step $D calibrate $A --reps 5 ${CALIBRATE_FLAGS:-} ${KEEP_TRACES:+--keep-traces $KEEP_TRACES} -o $OUT/costs.json \
     > >(tee $OUT/calibrate.log) 2>&1
   [ -f $OUT/costs.json ] || { rc=1; exit; }
   cp $OUT/costs.json /tmp/dashc-costs.json
