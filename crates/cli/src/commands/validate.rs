@@ -236,8 +236,10 @@ pub fn run(args: ValidateArgs) -> Result<()> {
 }
 
 /// The measurements as the report reads them (`main_ms`, `main_ms_rounds`): the medians as measured, or with
-/// `--statistic fastest` the fastest repetitions in their place. A successful row without them (a file from
-/// before they were kept) is an error, not a silent fallback to the median.
+/// `--statistic fastest` the fastest repetitions in their place, without the rows' SM clocks (NVML's median over
+/// every repetition, not the fastest one's: scaled by it, a rested time would be "corrected" for a clock it did
+/// not run at). A successful row without them (a file from before they were kept) is an error, not a silent
+/// fallback to the median.
 fn with_statistic(mut raw: Raw, statistic: TimeStatistic) -> Result<Raw> {
     if statistic == TimeStatistic::Median {
         return Ok(raw);
@@ -255,6 +257,9 @@ fn with_statistic(mut raw: Raw, statistic: TimeStatistic) -> Result<Raw> {
         }
         r.main_ms = r.main_min_ms;
         r.main_ms_rounds = r.main_min_ms_rounds.clone();
+    }
+    for r in &mut raw.rows {
+        (r.sm_mhz, r.clock_limited_share) = (None, None);
     }
     Ok(raw)
 }
@@ -760,7 +765,8 @@ fn report(
         TimeStatistic::Median => "the median main-kernel time",
         TimeStatistic::Fastest => {
             "the fastest repetition's main-kernel time (`--statistic fastest`: on the long rows, the state before \
-             the GPU's power management steps down under sustained load)"
+             the GPU's power management steps down under sustained load; the SM clock, sampled over every \
+             repetition, is left out)"
         }
     };
     let _ = writeln!(
