@@ -9,20 +9,17 @@
 # FA4=1 also profiles FA4's backward (non-deterministic, FA4_PROVIDERS to change) on each row's shape on this
 # machine: FA4 travels as in sustain-run.sh (`PART=park bash bench/scripts/fa4-bench-run.sh` carrying target/fa4A
 # first, then this script on the warm machine carrying target/fa4B as well). Output: $OUT/source.tgz; summarize
-# with `python3 bench/scripts/ncu-stalls.py` (stall reasons per launch, and the top instructions of one).
+# with `python3 bench/scripts/ncu-source-summary.py` (reasons, top, phases, per-visit, range).
 set -uo pipefail
 export PATH=/usr/local/cuda/bin:$PATH
 : "${OUT:?OUT must name the folder to write to (the device machine sets it)}"
 D=target/dashc-dev; R=$OUT/source; mkdir -p $R
-nvidia-smi --query-gpu=name,uuid,driver_version,clocks.max.sm,power.limit --format=csv,noheader | tee $R/device.txt
-CUTLASS_INCLUDE=$(WHEEL=$(ls target/cutlass-wheel/nvidia_cutlass-*.whl) kernels/fetch-cutlass.sh) || exit 2
-export CUTLASS_INCLUDE
-NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
-[ -x "$NCU" ] || { echo "ncu not found"; exit 3; }
+source bench/scripts/row-harness.sh
+row_device_setup $R || exit 2
+find_ncu || exit 3
 if [ "${FA4:-0}" = 1 ]; then source bench/scripts/fa4-install.sh || exit 1; fi
 ROWS=${ROWS:-"128 causal 16384 spread-symmetric-shift det;128 causal 16384 spread-symmetric-shift atomic;128 full 8192 spread-shift det;64 causal 16384 spread-symmetric-shift det"}
 IFS=';' read -ra rows <<< "$ROWS"
-source bench/scripts/row-harness.sh
 for row in "${rows[@]}"; do  # build every harness at once
   read -r hd mask seqlen schedule build <<< "$row"
   build_row_harness /tmp/src-$hd-$mask-$seqlen-$schedule-$build /dev/null $hd $mask $seqlen $schedule $build &

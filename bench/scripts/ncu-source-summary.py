@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""Summaries of an Nsight Compute source page (`ncu -i REP --page source --csv --print-source sass`, gzipped).
+"""Summaries of Nsight Compute pages: the source page (`ncu -i REP --page source --csv --print-source sass`,
+gzipped) and, for `reasons`, the raw page (`--page raw --csv`, gzipped), as bench/scripts/ncu-source-run.sh
+exports them.
 
 Usage:
   ncu-source-summary.py per-visit FILE KERNEL_REGEX EXECS_PER_VISIT
@@ -12,6 +14,14 @@ Usage:
   ncu-source-summary.py range FILE KERNEL_REGEX EXECS_PER_VISIT FIRST LAST
       Instructions FIRST..LAST (row numbers as `phases` prints them): stall share, main reason, executions per
       visit, SASS.
+  ncu-source-summary.py top FILE KERNEL_REGEX [N]
+      The N instructions (default 40) with the most stall samples: row number, share of all samples, executions,
+      SASS and the three largest reasons. (The source page has no column for the warpgroup-arrive reason of a
+      `wgmma` issue: an HGMMA's samples can exceed the sum of its listed reasons.)
+  ncu-source-summary.py reasons LABEL=RAW_FILE:KERNEL_REGEX [...]
+      Stall samples by reason (smsp__pcsamp_warps_issue_stalled_*) from raw pages, one column per launch, and a
+      few totals (cycles, duration, instructions, tensor-pipe activity). FA4's main kernel: BackwardSm90; dashc's:
+      bwd_main_kernel (an FA4 page also holds its pre- and postprocess kernels).
 
 The page holds one table per kernel launch profiled; the first launch whose name matches KERNEL_REGEX is read.
 Written for bench/results/sm90-dev-2026-11-23-run66 (dashc's sm90 loop against FlashAttention-4).
@@ -46,13 +56,31 @@ def load(path, kernel_regex):
     return rows
 
 
+def load_raw_page(path, kernel_regex):
+    """The raw page's metrics of the first launch whose kernel name matches."""
+    rows = list(csv.reader(gzip.open(path, "rt").read().splitlines()))
+    at = next((i for i, r in enumerate(rows) if "Kernel Name" in r), None)
+    if at is None:
+        sys.exit(f"{path}: not a raw page")
+    for fields in rows[at + 2:]:  # the line after the header holds the units
+        launch = dict(zip(rows[at], fields))
+        if re.search(kernel_regex, launch.get("Kernel Name", "")):
+            return launch
+    sys.exit(f"no launch of a kernel matching {kernel_regex!r} in {path}")
+
+
 def opcode(source):
     return re.sub(r"^@!?U?P\w+\s+", "", source.strip()).split(" ")[0].split(".")[0]
 
 
+def reasons_of(row):
+    """(samples, reason) of every stall reason the source page lists for an instruction, largest first."""
+    listed = [(int(row[k] or 0), k[len("stall_"):]) for k in row if k.startswith("stall_") and "Not Issued" not in k]
+    return sorted(listed, reverse=True)
+
+
 def main_reason(row):
-    reasons = [(int(row[k] or 0), k[len("stall_"):]) for k in row if k.startswith("stall_") and "Not Issued" not in k]
-    return max(reasons)[1]
+    return reasons_of(row)[0][1]
 
 
 def per_visit(rows, per):
@@ -94,7 +122,51 @@ def show_range(rows, per, first, last):
         print(f"{i:5d} {100 * samples / total:4.1f}% {main_reason(r):14s} {execs:5.2f} {r['Source'].strip()[:80]}")
 
 
+def top(rows, n):
+    total = sum(int(r[STALL_ALL] or 0) for r in rows)
+    print(f"{len(rows)} instructions, {total} stall samples")
+    ranked = sorted(enumerate(rows), key=lambda ir: -int(ir[1][STALL_ALL] or 0))[:n]
+    for i, r in ranked:
+        samples = int(r[STALL_ALL] or 0)
+        largest = " ".join(f"{reason}={k}" for k, reason in reasons_of(r)[:3] if k)
+        print(f"{i:5d} {100 * samples / total:5.1f}% ran {int(r['Instructions Executed'] or 0):9d}  "
+              f"{r['Source'].strip()[:60]:60s} {largest}")
+
+
+def reasons(specs):
+    launches = {}
+    for spec in specs:
+        label, rest = spec.split("=", 1)
+        path, regex = rest.rsplit(":", 1)
+        launches[label] = load_raw_page(path, regex)
+    number = lambda text: float(text.replace(",", "") or "nan")
+    prefix = "smsp__pcsamp_warps_issue_stalled_"
+    keys = sorted({k for d in launches.values() for k in d if k.startswith(prefix) and not k.endswith("not_issued")})
+    totals = {label: sum(number(d.get(k, "0")) for k in keys) for label, d in launches.items()}
+    print("| reason | " + " | ".join(launches) + " |")
+    print("|---|" + "---|" * len(launches))
+    for k in keys:
+        values = [number(d.get(k, "nan")) for d in launches.values()]
+        if max(values) >= 0.005 * max(totals.values()):
+            cells = [f"{v:.0f} ({100 * v / totals[label]:.1f}%)" for v, label in zip(values, launches)]
+            print(f"| {k[len(prefix):]} | " + " | ".join(cells) + " |")
+    print("| all stall samples | " + " | ".join(f"{totals[label]:.0f}" for label in launches) + " |")
+    for metric, name in [
+        ("sm__cycles_elapsed.max", "elapsed cycles (max over SMs)"),
+        ("gpu__time_duration.sum", "duration"),
+        ("smsp__inst_executed.sum", "instructions"),
+        ("sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active", "tensor pipe active, %"),
+    ]:
+        print(f"| {name} | " + " | ".join(d.get(metric, "-") for d in launches.values()) + " |")
+
+
 if __name__ == "__main__":
+    if len(sys.argv) >= 3 and sys.argv[1] == "reasons":
+        reasons(sys.argv[2:])
+        sys.exit()
+    if len(sys.argv) in (4, 5) and sys.argv[1] == "top":
+        top(load(sys.argv[2], sys.argv[3]), int(sys.argv[4]) if len(sys.argv) == 5 else 40)
+        sys.exit()
     if len(sys.argv) < 5 or sys.argv[1] not in ("per-visit", "phases", "range"):
         sys.exit(__doc__)
     command, path, regex, per = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])

@@ -10,15 +10,12 @@ set -uo pipefail
 export PATH=/usr/local/cuda/bin:$PATH
 : "${OUT:?OUT must name the folder to write to (the device machine sets it)}"
 D=target/dashc-dev; R=$OUT/ncu; mkdir -p $R
-nvidia-smi --query-gpu=name,uuid,driver_version,clocks.max.sm,power.limit --format=csv,noheader | tee $R/device.txt
-CUTLASS_INCLUDE=$(WHEEL=$(ls target/cutlass-wheel/nvidia_cutlass-*.whl) kernels/fetch-cutlass.sh) || exit 2
-export CUTLASS_INCLUDE
-NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
-[ -x "$NCU" ] || { echo "ncu not found"; exit 3; }
+source bench/scripts/row-harness.sh
+row_device_setup $R || exit 2
+find_ncu || exit 3
 METRICS=gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,lts__t_bytes.sum,sm__inst_executed.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared.sum
 ROWS=${ROWS:-"128 causal 16384 spread-symmetric-shift;128 causal 16384 spt;128 full 8192 spread-shift;128 full 8192 spt"}
 IFS=';' read -ra rows <<< "$ROWS"
-source bench/scripts/row-harness.sh
 for row in "${rows[@]}"; do  # build every harness at once
   read -r hd mask seqlen schedule <<< "$row"
   for build in det atomic; do

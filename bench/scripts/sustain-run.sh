@@ -14,13 +14,11 @@ set -uo pipefail
 export PATH=/usr/local/cuda/bin:$PATH
 : "${OUT:?OUT must name the folder to write to (the device machine sets it)}"
 REPO=$PWD; D=target/dashc-dev; R=$OUT/sustain; mkdir -p $R
-nvidia-smi --query-gpu=name,uuid,driver_version,clocks.max.sm,power.limit --format=csv,noheader | tee $R/device.txt
-CUTLASS_INCLUDE=$(WHEEL=$(ls target/cutlass-wheel/nvidia_cutlass-*.whl) kernels/fetch-cutlass.sh) || exit 2
-export CUTLASS_INCLUDE
+source bench/scripts/row-harness.sh
+row_device_setup $R || exit 2
 # hd mask seqlen schedule
 ROWS=${ROWS:-"128 full 8192 spread-shift;128 causal 16384 spread-symmetric-shift;64 causal 16384 spread-symmetric-shift;64 full 16384 spread-shift"}
 IFS=';' read -ra rows <<< "$ROWS"
-source bench/scripts/row-harness.sh
 for row in "${rows[@]}"; do  # build every harness at once
   read -r hd mask seqlen schedule <<< "$row"
   for build in det atomic; do

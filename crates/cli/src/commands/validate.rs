@@ -245,6 +245,7 @@ fn with_statistic(mut raw: Raw, statistic: TimeStatistic) -> Result<Raw> {
         return Ok(raw);
     }
     for r in &mut raw.rows {
+        (r.sm_mhz, r.clock_limited_share) = (None, None);
         if r.status != "ok" {
             continue;
         }
@@ -256,10 +257,7 @@ fn with_statistic(mut raw: Raw, statistic: TimeStatistic) -> Result<Raw> {
             )));
         }
         r.main_ms = r.main_min_ms;
-        r.main_ms_rounds = r.main_min_ms_rounds.clone();
-    }
-    for r in &mut raw.rows {
-        (r.sm_mhz, r.clock_limited_share) = (None, None);
+        r.main_ms_rounds = std::mem::take(&mut r.main_min_ms_rounds);
     }
     Ok(raw)
 }
