@@ -472,8 +472,8 @@ pub struct RunArgs {
     /// Print one JSON object instead of a table
     #[arg(long)]
     pub json: bool,
-    /// Also run the trace build of the (single) schedule and write its measured timeline to FILE
-    /// (docs/timeline-format.md); prints the trace overhead
+    /// Also run the trace build of the (single) schedule, of its split version with --split-tail, and write its
+    /// measured timeline to FILE (docs/timeline-format.md); prints the trace overhead
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
 }

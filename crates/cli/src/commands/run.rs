@@ -65,7 +65,7 @@ pub fn run(args: RunArgs) -> Result<()> {
         .collect();
     let (agree, pairs) = ordering_agreement(&measured, 0.05);
     if let Some(path) = &args.trace {
-        crate::commands::trace_run::trace(&setup, &args.gpu, &target, &nvcc, path, measured.first().copied())?;
+        crate::commands::trace_run::trace(&setup, &args.gpu, &target, &nvcc, path, &measured)?;
     }
     if args.json {
         let skipped = outcomes

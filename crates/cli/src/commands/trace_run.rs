@@ -15,6 +15,7 @@ use crate::setup::Setup;
 use crate::trace::{measured_file, measured_schedule};
 use crate::traced::run_traced;
 use schedulers::calibrate::{Phases, Samples};
+use schedulers::{Schedule, split_tail};
 
 /// Refuses, before any GPU work, a trace request that cannot be honoured.
 pub fn check_request(setup: &Setup, path: &Path) -> Result<()> {
@@ -26,19 +27,19 @@ pub fn check_request(setup: &Setup, path: &Path) -> Result<()> {
     crate::output::check_writable(path)
 }
 
-/// Runs the trace build of the setup's schedule, writes the measured timeline to `path` and prints the trace
-/// overhead against the timing build's run (`plain`).
+/// Runs the trace build of the setup's schedule (with `--split-tail`, of its split version where the split
+/// changes it: the last schedule `run` measured), writes the measured timeline to `path` and prints the trace
+/// overhead against the timing build's run of the same schedule, found by name in `measured`.
 pub fn trace(
     setup: &Setup,
     gpu: &GpuArgs,
     target: &Target,
     nvcc: &Path,
     path: &Path,
-    plain: Option<&Measured>,
+    measured: &[&Measured],
 ) -> Result<()> {
-    let kind = setup.schedules[0];
-    let schedule =
-        kind.build(setup.problem, setup.mask.clone(), setup.tile_mask.clone(), setup.machine, &setup.costs)?;
+    let schedule = traced_schedule(setup)?;
+    let plain = measured.iter().find(|m| m.schedule == schedule.name()).copied();
     let raw = path.with_file_name(format!(
         ".{}.raw-trace",
         path.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default()
@@ -87,6 +88,18 @@ pub fn trace(
         Err(e) => println!("phases of this trace: not fitted ({e})"),
     }
     Ok(())
+}
+
+/// The schedule `run --trace` traces: the setup's one built-in, or with `--split-tail` its split version where
+/// the split changes it (the schedule the user asked to see split; tracing the unsplit one instead went unnoticed
+/// in run 161, whose `--split-tail` traces were all of unsplit schedules).
+fn traced_schedule(setup: &Setup) -> Result<Schedule> {
+    let kind = setup.schedules[0];
+    let built = kind.build(setup.problem, setup.mask.clone(), setup.tile_mask.clone(), setup.machine, &setup.costs)?;
+    Ok(match setup.split_tail {
+        true => split_tail(&built, &setup.costs)?.unwrap_or(built),
+        false => built,
+    })
 }
 
 /// The SM clock while the trace build's timed repetitions ran (the stamped run follows them), beside the timing
@@ -152,6 +165,8 @@ mod tests {
     use schedulers::{CostModel, LaunchPolicy, Machine, ScheduleKind};
 
     use super::*;
+    use crate::args::{Cli, Command};
+    use clap::Parser;
 
     /// The phases of a simulated trace of shift (hd128, 2 x 3 heads, seqlen 1024, 10 SMs) under `costs`.
     fn phases_under(costs: &CostModel) -> Phases {
@@ -265,5 +280,26 @@ mod tests {
         // Neither side measured: no row.
         let table = phase_table(&with_finish(2.5, none), Some(&with_finish(2.0, none)));
         assert!(!table.contains("unit finish"), "{table}");
+    }
+
+    fn setup(args: &[&str]) -> Setup {
+        let cli = Cli::try_parse_from([&["dashc", "run"][..], args].concat()).expect("arguments parse");
+        let Command::Run(run) = cli.command else { panic!("not run") };
+        Setup::from_args(&run.shape).expect("setup")
+    }
+
+    #[test]
+    fn the_trace_is_of_the_split_schedule_when_the_split_is_asked_for_and_changes_it() {
+        // hd128 causal 512, batch 32 x 16 heads: 1024 symmetric-shift units on 132 SMs, a partial last pass.
+        let shape = ["--seqlen", "512", "--batch", "32", "--heads", "16", "--head-dim", "128", "--mask", "causal"];
+        let args = [&shape[..], &["--schedule", "symmetric-shift", "--launch", "persistent"]].concat();
+        let plain = traced_schedule(&setup(&args)).unwrap();
+        assert_eq!(plain.name(), "symmetric-shift");
+        let split = traced_schedule(&setup(&[&args[..], &["--split-tail"]].concat())).unwrap();
+        assert_eq!(split.name(), "symmetric-shift+split");
+        assert!(split.units().len() > plain.units().len(), "the split adds units");
+        // Where whole passes leave no tail, there is nothing to split: the schedule itself is traced.
+        let even = ["--seqlen", "512", "--batch", "33", "--heads", "4", "--schedule", "naive", "--split-tail"];
+        assert_eq!(traced_schedule(&setup(&even)).unwrap().name(), "naive");
     }
 }
