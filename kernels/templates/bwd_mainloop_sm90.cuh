@@ -914,9 +914,12 @@ __device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
     }
     // This warp is done with the stage (Q, dO, LSE, D): one arrival per warp.
     // K and V are released after the KV tile's dK/dV have left through their tiles.
-    // The fields used below: bh at a KV tile's end only; unit and last_of_unit in
-    // the trace build only.
-    VisitSlot slot{slot_kv_q, slot_rank_flags, 0, slot_visit, 0, 0};
+    // What the rest of the visit needs of the slot, read before the stage goes
+    // back: bh at a KV tile's end only; unit and last_of_unit in the trace build
+    // only.
+    struct {
+      int bh = 0, unit = 0, last_of_unit = 0;
+    } slot;
     if (cur.last_of_kv()) slot.bh = read_field(ss.slot[s].bh);
     if constexpr (Cfg::TRACE) {
       slot.unit = read_field(ss.slot[s].unit);
@@ -954,7 +957,7 @@ __device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
         // dK/dV leave as an FP32 partial in fragment order (one 16-byte store
         // per 4 values, as the dQ staging), summed by the fix-up kernel.
         if (tid == 0) mbar_arrive(&ss.kv_empty);
-        float4* dst = reinterpret_cast<float4*>(p.dkv_partial + (size_t)p.dkv_slot_of_visit[slot.visit] *
+        float4* dst = reinterpret_cast<float4*>(p.dkv_partial + (size_t)p.dkv_slot_of_visit[slot_visit] *
                                                                     dkv_partial_floats<Cfg>()) +
                       tid;
         constexpr int kChunks = decltype(size(acc_dk))::value / 4;
