@@ -95,6 +95,10 @@ impl ConfigsArgs {
     }
 }
 
+/// The flags whose values `--ideal` sets itself (batch 1, N x N square tiles per head, P = N SMs): given beside
+/// it they would be silently overridden. (`--costs` is refused by the setup, with its own message.)
+const IDEAL_SETS: [&str; 7] = ["batch", "kv_heads", "seqlen", "seqlen_k", "block_m", "block_n", "sms"];
+
 /// The problem, its mask and the machine.
 #[derive(Debug, Clone, Args)]
 pub struct ShapeArgs {
@@ -166,7 +170,8 @@ pub struct ShapeArgs {
     pub search: SearchBudgetArgs,
 
     /// The paper's idealized setting: P = N SMs, square tiles, --heads heads, constant costs, free hand-offs
-    #[arg(long, requires = "tiles")]
+    /// (the shape and machine flags it sets are refused beside it)
+    #[arg(long, requires = "tiles", conflicts_with_all = IDEAL_SETS)]
     pub ideal: bool,
     /// With --ideal: tiles per head N (also the number of SMs)
     #[arg(allow_negative_numbers = true, long, value_name = "N", requires = "ideal")]
@@ -206,9 +211,9 @@ pub struct CostArgs {
     /// the compute, one staging buffer each; 0 = the portable loop's add after each compute (docs/calibration.md)
     #[arg(allow_negative_numbers = true, long, default_value_t = 0, value_name = "N")]
     pub dq_writers: u32,
-    /// With --dq-writers: stage each dQ partial with the next task of its KV tile, the KV tile's last one before
-    /// its epilogue (the sm90 main loop's deferred dQ)
-    #[arg(long, requires = "dq_writers")]
+    /// With --dq-writers N >= 1: stage each dQ partial with the next task of its KV tile, the KV tile's last one
+    /// before its epilogue (the sm90 main loop's deferred dQ)
+    #[arg(long)]
     pub dq_deferred: bool,
     /// Per-unit start overhead (load K, V)
     #[arg(allow_negative_numbers = true, long, default_value_t = 0.0, value_name = "T")]
@@ -604,6 +609,29 @@ pub struct CalibrateArgs {
     pub from_traces: Option<PathBuf>,
 }
 
+/// What `validate --from-raw` refuses beside it: the flags that choose what to measure or how. The file's
+/// measurements are what they are, and a flag that seemed to select or change them would be silently ignored.
+const FROM_RAW_CONFLICTS: [&str; 18] = [
+    "raw",
+    "gantt_seqlen",
+    "seqlens",
+    "head_dims",
+    "masks",
+    "schedules",
+    "tokens",
+    "hidden",
+    "sms",
+    "split_tail",
+    "count",
+    "first_round",
+    "reps",
+    "check",
+    "no_check",
+    "seed",
+    "arch",
+    "idle_ms",
+];
+
 #[derive(Debug, Args)]
 pub struct ValidateArgs {
     #[command(flatten)]
@@ -616,8 +644,9 @@ pub struct ValidateArgs {
     pub raw: Option<PathBuf>,
     /// Do not run the GPU: read the measurements of an earlier --raw FILE and write the report; given more than
     /// once, the files' rounds are merged (same device, main loop, launch and rows; each row is the median over
-    /// all their rounds; the Gantt charts come from the first file that has them)
-    #[arg(long, value_name = "FILE", conflicts_with = "raw")]
+    /// all their rounds; the Gantt charts come from the first file that has them). The flags that choose what to
+    /// measure, and how, are refused beside it: the report is of the file's rows, rounds, SM count and main loop
+    #[arg(long, value_name = "FILE", conflicts_with_all = FROM_RAW_CONFLICTS)]
     pub from_raw: Vec<PathBuf>,
     /// The report; its charts are written beside it
     #[arg(long, default_value = "docs/validation.md", value_name = "FILE")]

@@ -164,6 +164,11 @@ impl TimelineFile {
                         seg.end
                     ));
                 }
+                // The makespan is the last segment's end (dashc writes it so, predicted or measured): a segment
+                // past it is a damaged file, and would stretch the chart's time axis over nothing.
+                if seg.end > s.makespan * (1.0 + 1e-9) + 1e-9 {
+                    return Err(format!("{}: end {} is past the schedule's makespan {}", at(), seg.end, s.makespan));
+                }
             }
         }
         Ok(())

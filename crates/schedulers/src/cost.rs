@@ -88,6 +88,9 @@ impl CostModel {
         if self.dq_writers > MAX_DQ_WRITERS {
             return Err(crate::ScheduleError::TooManyDqWriters { got: self.dq_writers, max: MAX_DQ_WRITERS });
         }
+        if self.dq_deferred && self.dq_writers == 0 {
+            return Err(crate::ScheduleError::DeferredWithoutWriters);
+        }
         let fields = [
             ("compute", Some(self.compute)),
             ("compute-partial", self.compute_partial),

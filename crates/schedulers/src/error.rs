@@ -16,6 +16,8 @@ pub enum ScheduleError {
     BadCost { name: &'static str, value: f64 },
     #[error("dq-writers must be at most {max} (got {got})")]
     TooManyDqWriters { got: u32, max: u32 },
+    #[error("dq-deferred defers the staging of the dQ writers' partials: it needs dq-writers of at least 1 (got 0)")]
+    DeferredWithoutWriters,
     #[error(
         "deadlock on {sms} SMs ({launch} launch): unit {unit} (bh {bh}) waits for rank {rank} of {tile_kind} tile {tile}, \
          whose rank {next} belongs to unit {holder}, which {holder_state}"

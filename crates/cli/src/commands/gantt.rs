@@ -14,6 +14,7 @@ use crate::plot::gantt::{Gantt, Part};
 use crate::plot::{self, Format};
 use crate::setup::{Outcome, Setup};
 use crate::timeline::{SegmentJson, TimelineFile, TimelineSchedule, check_comparable};
+use schedulers::SPLIT_SUFFIX;
 
 /// Above this many tasks per schedule the timeline no longer fits comfortably in memory (every segment is
 /// kept until drawn); the chart would not show more at that scale anyway.
@@ -28,6 +29,7 @@ pub fn run(args: GanttArgs) -> Result<()> {
     let names = args.compare.as_deref().map(compare_list).transpose()?;
     if args.timeline.is_empty() {
         let file = simulate(&args.shape, names.as_deref())?;
+        let names = names.map(|n| with_splits(n, args.shape.split_tail, &file));
         draw(&file, names.as_deref(), &args.out, args.width, args.height)?;
     } else {
         let files = args.timeline.iter().map(|p| TimelineFile::load(p)).collect::<Result<Vec<_>>>()?;
@@ -48,14 +50,43 @@ fn compare_list(text: &str) -> Result<Vec<String>> {
     Ok(names)
 }
 
-/// Simulates the schedules of `shape` (or those of `compare`) and returns their timelines.
+/// The schedules to draw of `names`: with `--split-tail`, each one's split version follows it where the
+/// simulation made one (a schedule with no partial last pass has none).
+fn with_splits(names: Vec<String>, split_tail: bool, file: &TimelineFile) -> Vec<String> {
+    if !split_tail {
+        return names;
+    }
+    let simulated = |n: &str| file.schedules.iter().any(|s| s.schedule == n);
+    let mut out: Vec<String> = Vec::new();
+    for name in names {
+        let split = format!("{name}{SPLIT_SUFFIX}");
+        let also = !name.ends_with(SPLIT_SUFFIX) && simulated(&split);
+        for n in std::iter::once(name).chain(also.then_some(split)) {
+            if !out.contains(&n) {
+                out.push(n);
+            }
+        }
+    }
+    out
+}
+
+/// Simulates the schedules of `shape` (or those of `compare`; a name ending in +split asks for that built-in's
+/// split tail) and returns their timelines.
 pub fn simulate(shape: &ShapeArgs, compare: Option<&[String]>) -> Result<TimelineFile> {
     let mut shape = shape.clone();
     if let Some(names) = compare {
         if shape.schedule != "all" {
             return Err(bad_input("--compare and --schedule both choose schedules: give one of them"));
         }
-        shape.schedule = names.join(",");
+        let mut bases: Vec<&str> = Vec::new();
+        for name in names {
+            let base = name.strip_suffix(SPLIT_SUFFIX).unwrap_or(name);
+            shape.split_tail |= base != name;
+            if !bases.contains(&base) {
+                bases.push(base);
+            }
+        }
+        shape.schedule = bases.join(",");
     }
     let setup = Setup::from_args(&shape)?;
     let tasks = setup.tile_mask.active_tiles() * setup.problem.bh_count() as u64;

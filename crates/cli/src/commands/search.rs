@@ -9,6 +9,7 @@ use schedulers::{EvaluationSummary, HeadsLimit, ProblemBounds, Progress, Schedul
 use serde::Serialize;
 
 use crate::args::SearchArgs;
+use crate::exit::bad_input;
 use crate::output::{ProblemJson, SCHEMA_VERSION, header, num, table, write_file};
 use crate::searching::{self, Budget, DEFAULT_SEARCH_SECS, SEARCH, schedule_file_text};
 use crate::setup::Setup;
@@ -93,6 +94,14 @@ struct SearchJson<'a> {
 }
 
 pub fn run(args: SearchArgs) -> Result<()> {
+    if args.shape.split_tail {
+        // The search and its comparison are of whole schedules: the split is applied to built-ins after they are
+        // built, and the search neither splits its own result nor compares with split built-ins.
+        return Err(bad_input(
+            "dashc search does not evaluate split tails: to see the search beside the split built-ins, run \
+             `dashc bounds --schedule all,search --split-tail` with the same shape",
+        ));
+    }
     let mut shape = args.shape.clone();
     if shape.search.budget_secs.is_none() && shape.search.iterations.is_none() {
         shape.search.budget_secs = Some(DEFAULT_SEARCH_SECS);

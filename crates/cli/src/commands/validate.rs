@@ -61,6 +61,10 @@ struct Raw {
     /// from the file predicts under it unless the command line gives another.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     max_heads_in_flight: Option<String>,
+    /// The SM count the predictions were made for (`--sms`; the persistent launch's grid). A report from the file
+    /// predicts for it: another count would compare the measurements with another machine's predictions.
+    #[serde(default = "sms_before_recorded")]
+    sms: u32,
     rows: Vec<RawRow>,
     gantt: Vec<GanttRaw>,
 }
@@ -71,6 +75,12 @@ fn one_round() -> u32 {
 
 fn is_one_round(rounds: &u32) -> bool {
     *rounds == 1
+}
+
+/// Files written before the SM count was recorded were all measured with the default `--sms 132` (none of their
+/// command lines names `--sms`), on H100s and H200s, which have 132.
+fn sms_before_recorded() -> u32 {
+    132
 }
 
 impl Raw {
@@ -328,6 +338,15 @@ fn merge_raws(mut loaded: Vec<(Raw, PathBuf, PathBuf)>) -> Result<(Raw, PathBuf)
                 first.max_heads_in_flight.as_deref().unwrap_or("(default)")
             )));
         }
+        if raw.sms != first.sms {
+            return Err(bad_input(format!(
+                "{} was predicted for {} SMs, {} for {}: not merged",
+                path.display(),
+                raw.sms,
+                first_path.display(),
+                first.sms
+            )));
+        }
         if raw.launch() != first.launch() {
             return Err(bad_input(format!(
                 "{} was measured with the {} launch, {} with the {} one: not merged",
@@ -582,6 +601,7 @@ fn measure(args: &ValidateArgs, costs: &CostsFile, costs_path: &Path) -> Result<
         rounds,
         first_round: args.rounds.first_round,
         max_heads_in_flight: args.configs.max_heads_in_flight.clone(),
+        sms: args.configs.sms,
         rows,
         gantt,
     };
@@ -647,7 +667,7 @@ fn report(
             launch.name()
         )));
     }
-    let machine = MachineArgs { sms: args.configs.sms, launch };
+    let machine = MachineArgs { sms: raw.sms, launch };
     // Group measurements by configuration, in (mask, head dim, seqlen) order.
     let mut groups: BTreeMap<(String, u32, u32), Vec<&RawRow>> = BTreeMap::new();
     for r in raw.rows.iter().filter(|r| r.status == "ok" && r.main_ms.is_some()) {

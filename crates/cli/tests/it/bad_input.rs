@@ -129,6 +129,24 @@ fn costs_and_budgets_beyond_their_range_are_refused() {
 fn ideal_flags_go_together() {
     fails_with(&["bounds", "--tiles", "8"], 2, "the following required arguments were not provided: --ideal");
     fails_with(&["bounds", "--ideal", "--tiles", "0"], 2, "--tiles must be at least 1 (got 0)");
+    // What --ideal sets itself is not also taken from the command line (it would be silently overridden).
+    for flag in ["--sms", "--seqlen", "--batch", "--block-m"] {
+        fails_with(
+            &["bounds", "--ideal", "--tiles", "8", flag, "4"],
+            2,
+            &format!("the argument '--ideal' cannot be used with '{flag} "),
+        );
+    }
+}
+
+#[test]
+fn flags_that_would_be_ignored_are_refused() {
+    fails_with(
+        &["search", "--seqlen", "4096", "--batch", "4", "--mask", "full", "--split-tail", "--iterations", "10"],
+        2,
+        "dashc search does not evaluate split tails",
+    );
+    fails_with(&["simulate", "--seqlen", "1024", "--dq-deferred"], 2, "it needs dq-writers of at least 1 (got 0)");
 }
 
 #[test]

@@ -500,3 +500,41 @@ fn gantt_reads_a_gzipped_timeline_by_either_name() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn compare_draws_split_tails_by_name_or_with_the_flag() {
+    // 4 x 16 heads of 64 x 32 tiles on 132 SMs leave a partial last pass, so shift has a split version.
+    let dir = scratch("compare-split");
+    let shape = ["--seqlen", "4096", "--batch", "4", "--mask", "full", "--height", "700"];
+    let panels = |extra: &[&str]| {
+        let svg = dir.join("split.svg");
+        let mut args = vec!["gantt", "-o", svg.to_str().unwrap()];
+        args.extend(shape);
+        args.extend(extra);
+        run_ok(&args);
+        let text = svg_text(&svg, 1600, 700);
+        ["shift: makespan", "shift+split: makespan"].map(|panel| text.contains(panel))
+    };
+    assert_eq!(panels(&["--compare", "shift,shift+split"]), [true, true]);
+    assert_eq!(panels(&["--compare", "shift+split"]), [false, true]);
+    assert_eq!(panels(&["--split-tail", "--compare", "shift"]), [true, true]);
+    assert_eq!(panels(&["--compare", "shift"]), [true, false]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_segment_past_its_makespan_is_a_damaged_file() {
+    let dir = scratch("past-makespan");
+    let path = dir.join("t.json");
+    simulate_timeline(&path, &["--seqlen", "512", "--heads", "1", "--mask", "full"], &["--schedule", "shift"]);
+    let mut file: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    file["schedules"][0]["segments"][0]["end"] = 1e308.into();
+    std::fs::write(&path, file.to_string()).unwrap();
+    let out = dir.join("t.png");
+    fails_with(
+        &["gantt", "--timeline", path.to_str().unwrap(), "-o", out.to_str().unwrap()],
+        2,
+        "is past the schedule's makespan",
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -407,8 +407,12 @@ fn validate_merges_the_rounds_of_several_raw_files() {
     let d = write("d.json", raw("NVIDIA H200", 3, 1, 2, &[("naive", "ok", 6.0, &[])]));
     let e = write("e.json", raw("NVIDIA H200", 3, 1, 4, &[("naive", "ok", 6.0, &[]), ("spt", "ok", 1.0, &[])]));
     let f = write("f.json", raw("NVIDIA H200", 2, 1, 2, &[("naive", "ok", 6.0, &[]), ("spt", "ok", 1.0, &[])]));
+    let mut other_sms = raw("NVIDIA H200", 3, 1, 2, &[("naive", "ok", 6.0, &[]), ("spt", "ok", 1.0, &[])]);
+    other_sms["sms"] = 108.into();
+    let h = write("h.json", other_sms);
     for (files, needle) in [
         ([&a, &c], "has device 'NVIDIA H100 80GB HBM3'"),
+        ([&a, &h], "was predicted for 108 SMs"),
         ([&a, &d], "measured different rows"),
         ([&a, &e], "measured different rows"),
         ([&a, &f], "two files hold round 2"),
@@ -432,6 +436,22 @@ fn validate_merges_the_rounds_of_several_raw_files() {
     );
     let out = validate_from_raw(&[&g], &doc, &["--max-heads-in-flight", "any"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    // The predictions are for the file's SM count (132 where it has none, as for files written before it was
+    // recorded); the flags that choose what to measure are refused, not silently ignored.
+    assert!(std::fs::read_to_string(&doc).unwrap().contains("on 132 SMs"));
+    let mut small = raw("NVIDIA H200", 1, 1, 2, &[("naive", "ok", 6.0, &[]), ("spt", "ok", 1.0, &[])]);
+    small["sms"] = 66.into();
+    let small = write("small.json", small);
+    let out = validate_from_raw(&[&small], &doc, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = std::fs::read_to_string(&doc).unwrap();
+    assert!(text.contains("on 66 SMs") && !text.contains("on 132 SMs"), "{text}");
+    for flag in [&["--sms", "100"][..], &["--seqlens", "512"], &["--split-tail"], &["--rounds", "2"], &["--reps", "5"]]
+    {
+        let args = validate_from_raw_args(&[&small], &doc, flag);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        fails_with(&args, 2, &format!("the argument '--from-raw <FILE>' cannot be used with '{}", flag[0]));
+    }
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -520,15 +540,14 @@ fn raw_row(schedule: &str, status: &str, heads: u32, ms: f64, per_round: &[f64])
     })
 }
 
-/// The arguments of `dashc validate --from-raw` of each of `files`, with the fixture's costs and the shape of
-/// `raw_row`; `extra` flags added.
+/// The arguments of `dashc validate --from-raw` of each of `files`, with the fixture's costs; `extra` flags
+/// added. (The rows' shapes come from the files.)
 fn validate_from_raw_args(files: &[&str], doc: &std::path::Path, extra: &[&str]) -> Vec<String> {
     let costs = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/it/fixtures/costs-h200.json");
     let mut args = vec!["validate", "--costs", costs, "--doc", doc.to_str().unwrap()];
     for f in files {
         args.extend(["--from-raw", f]);
     }
-    args.extend(["--seqlens", "512", "--head-dims", "64", "--masks", "full", "--tokens", "512", "--hidden", "128"]);
     args.extend(extra);
     args.into_iter().map(String::from).collect()
 }
@@ -590,7 +609,7 @@ fn validate_rounds_alternate_the_order_and_take_the_median() {
         let (raw_path, doc_path) =
             (machine.join(format!("raw-{clocks}.json")), machine.join(format!("doc-{clocks}.md")));
         std::fs::write(&raw_path, raw(clocks).to_string()).unwrap();
-        let out = validate_from_raw(&[raw_path.to_str().unwrap()], &doc_path, &["--schedules", "naive,spt"]);
+        let out = validate_from_raw(&[raw_path.to_str().unwrap()], &doc_path, &[]);
         assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
         let text = std::fs::read_to_string(&doc_path).unwrap();
         let line = text.lines().find(|l| l.starts_with("| full hd64 s512 (1x2) | naive | held out | 4000.0 |"));
@@ -636,11 +655,7 @@ fn validate_can_compare_with_the_fastest_repetition() {
     for (statistic, naive_us, measured) in
         [("median", "4000.0", "the median main-kernel time"), ("fastest", "2000.0", "the fastest repetition's")]
     {
-        let out = validate_from_raw(
-            &[raw_path.to_str().unwrap()],
-            &doc,
-            &["--schedules", "naive,spt", "--statistic", statistic],
-        );
+        let out = validate_from_raw(&[raw_path.to_str().unwrap()], &doc, &["--statistic", statistic]);
         assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
         let text = std::fs::read_to_string(&doc).unwrap();
         assert!(text.contains(&format!("Measured: {measured}")), "{text}");
@@ -653,20 +668,17 @@ fn validate_can_compare_with_the_fastest_repetition() {
     let rows = vec![raw_row("naive", "ok", 2, 4.0, &[]), raw_row("spt", "ok", 2, 3.0, &[])];
     std::fs::write(&old, validation_raw("NVIDIA H200", 2, 1, rows).to_string()).unwrap();
     let files = [raw_path.to_str().unwrap(), old.to_str().unwrap()];
-    let args = validate_from_raw_args(&files, &doc, &["--schedules", "naive,spt", "--statistic", "fastest"]);
+    let args = validate_from_raw_args(&files, &doc, &["--statistic", "fastest"]);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     fails_with(&args, 2, "have no fastest repetition");
-    let out = validate_from_raw(&files, &doc, &["--schedules", "naive,spt"]);
+    let out = validate_from_raw(&files, &doc, &[]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     // Two files that both keep it: the median over their rounds' fastest repetitions (naive 2.0 and 3.0 ms).
     let newer = machine.join("newer.json");
     let rows = vec![row("naive", 5.0, 3.0), row("spt", 3.0, 2.5)];
     std::fs::write(&newer, validation_raw("NVIDIA H200", 2, 1, rows).to_string()).unwrap();
-    let out = validate_from_raw(
-        &[raw_path.to_str().unwrap(), newer.to_str().unwrap()],
-        &doc,
-        &["--schedules", "naive,spt", "--statistic", "fastest"],
-    );
+    let out =
+        validate_from_raw(&[raw_path.to_str().unwrap(), newer.to_str().unwrap()], &doc, &["--statistic", "fastest"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let text = std::fs::read_to_string(&doc).unwrap();
     assert!(text.contains("| full hd64 s512 (1x2) | naive | held out | 2500.0 |"), "{text}");
