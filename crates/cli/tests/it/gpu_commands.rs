@@ -561,6 +561,20 @@ fn validate_from_raw(files: &[&str], doc: &std::path::Path, extra: &[&str]) -> s
 
 #[test]
 #[cfg(unix)]
+fn validate_predicts_for_the_sm_count_given() {
+    // (The raw file records it as `sms`; `validate --raw` also traces two Gantt runs, which the fake harness
+    // cannot, so the field's reading is tested in validate_merges_the_rounds_of_several_raw_files.)
+    let machine = fake_gpu_machine_named("fake-validate-sms", "9.0", "NVIDIA H200");
+    let doc = machine.join("validation.md");
+    let out = fake_validate(&machine, &doc, &["--sms", "66"], &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = std::fs::read_to_string(&doc).unwrap();
+    assert!(text.contains("on 66 SMs") && !text.contains("on 132 SMs"), "{text}");
+    std::fs::remove_dir_all(&machine).unwrap();
+}
+
+#[test]
+#[cfg(unix)]
 fn validate_rounds_alternate_the_order_and_take_the_median() {
     let machine = fake_gpu_machine_named("fake-validate-rounds", "9.0", "NVIDIA H200");
     let doc = machine.join("validation.md");
