@@ -71,6 +71,15 @@ impl From<schedulers::LaunchPolicy> for LaunchArg {
     }
 }
 
+/// The most SMs `--sms` accepts. GPUs have a few hundred at most (132 on an H100, 144 on a full GH100 die);
+/// the cap leaves an order of magnitude to spare. The simulator keeps about 40 bytes per SM, so without a cap
+/// `--sms 4294967295` would ask for 170 GB before any work.
+pub const MAX_SMS: u32 = 4096;
+
+fn sms_range() -> clap::builder::RangedI64ValueParser<u32> {
+    clap::value_parser!(u32).range(1..=i64::from(MAX_SMS))
+}
+
 /// `--launch` as given, else in-order: the analyzer's default, and that of any command not yet bound to a main loop.
 pub fn launch_or_in_order(launch: Option<LaunchArg>) -> schedulers::LaunchPolicy {
     launch.map_or(schedulers::LaunchPolicy::InOrder, schedulers::LaunchPolicy::from)
@@ -147,8 +156,8 @@ pub struct ShapeArgs {
     /// KV tile size; default by head dim (<=64: 128, <=128: 128, else 64)
     #[arg(allow_negative_numbers = true, long, value_name = "COLS")]
     pub block_n: Option<u32>,
-    /// Number of SMs (132 on H100/H200/H800)
-    #[arg(allow_negative_numbers = true, long, default_value_t = 132, value_name = "P")]
+    /// Number of SMs, 1 to 4096 (132 on H100/H200/H800)
+    #[arg(allow_negative_numbers = true, long, default_value_t = 132, value_name = "P", value_parser = sms_range())]
     pub sms: u32,
     /// Launch policy: in-order (non-persistent grid) or persistent (static assignment) [default: in-order; with
     /// the sm90 main loop (codegen, run): persistent]
@@ -352,8 +361,8 @@ pub struct ConfigsArgs {
     /// Hidden size: heads x head dim
     #[arg(allow_negative_numbers = true, long, default_value_t = 2048, value_name = "N")]
     pub hidden: u32,
-    /// Number of SMs (132 on H100/H200/H800)
-    #[arg(allow_negative_numbers = true, long, default_value_t = 132, value_name = "P")]
+    /// Number of SMs, 1 to 4096 (132 on H100/H200/H800)
+    #[arg(allow_negative_numbers = true, long, default_value_t = 132, value_name = "P", value_parser = sms_range())]
     pub sms: u32,
     /// Launch policy: in-order (non-persistent grid) or persistent (static assignment) [default: in-order; `bench`
     /// with the sm90 main loop: persistent; `validate --from-raw`: the measurements' own]
@@ -594,8 +603,8 @@ pub struct CalibrateArgs {
     /// Hidden size: heads x head dim
     #[arg(allow_negative_numbers = true, long, default_value_t = 2048, value_name = "N")]
     pub hidden: u32,
-    /// Number of SMs (132 on H100/H200/H800)
-    #[arg(allow_negative_numbers = true, long, default_value_t = 132, value_name = "P")]
+    /// Number of SMs, 1 to 4096 (132 on H100/H200/H800)
+    #[arg(allow_negative_numbers = true, long, default_value_t = 132, value_name = "P", value_parser = sms_range())]
     pub sms: u32,
     /// Output cost file
     #[arg(short, long, default_value = "costs.json", value_name = "FILE")]

@@ -11,7 +11,7 @@ use rayon::prelude::*;
 use schedulers::{CostModel, Evaluation, Machine, SPLIT_SUFFIX, ScheduleKind, evaluate, split_tail};
 use serde::Deserialize;
 
-use crate::args::{MaskArg, ShapeArgs};
+use crate::args::{MAX_SMS, MaskArg, ShapeArgs};
 use crate::exit::bad_input;
 pub use crate::searching::{LoadedSchedule, SearchRequest};
 
@@ -105,8 +105,10 @@ impl Setup {
             (spec, a.sms)
         };
         let problem = Problem::new(spec)?;
-        if sms == 0 {
-            return Err(bad_input("--sms must be at least 1"));
+        // clap holds --sms to its range; this catches a count read from a file (validate --from-raw). With --ideal
+        // the SM count is the tiles per head, which `Problem::new` already bounded.
+        if !a.ideal && !(1..=MAX_SMS).contains(&sms) {
+            return Err(bad_input(format!("--sms must be between 1 and {MAX_SMS} (got {sms})")));
         }
         let c = &a.costs;
         let mut costs = CostModel {

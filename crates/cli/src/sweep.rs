@@ -85,7 +85,7 @@ impl Plan {
             }
         }
         let schedules = list("--schedules", &a.schedules)?.join(",");
-        for (flag, v) in [("--tokens", a.tokens), ("--hidden", a.hidden), ("--sms", a.sms)] {
+        for (flag, v) in [("--tokens", a.tokens), ("--hidden", a.hidden)] {
             if v == 0 {
                 return Err(bad_input(format!("{flag} must be at least 1")));
             }

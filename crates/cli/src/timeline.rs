@@ -5,6 +5,7 @@ use dag_model::{Mask, ProblemSpec};
 use schedulers::{CostModel, Difference, Machine, Segment, SegmentKind, first_difference};
 use serde::{Deserialize, Serialize};
 
+use crate::args::MAX_SMS;
 use crate::output::SCHEMA_VERSION;
 use crate::setup::Setup;
 
@@ -126,8 +127,9 @@ impl TimelineFile {
             return Err(format!("time_unit is '{}', expected one of {}", self.time_unit, TIME_UNITS.join(", ")));
         }
         let problem = dag_model::Problem::new(self.problem).map_err(|e| format!("problem: {e}"))?;
-        if self.machine.sms == 0 {
-            return Err("machine.sms must be at least 1".into());
+        if !(1..=MAX_SMS).contains(&self.machine.sms) {
+            // A chart draws one lane per SM: a count no GPU has would only exhaust memory.
+            return Err(format!("machine.sms must be between 1 and {MAX_SMS} (got {})", self.machine.sms));
         }
         if self.schedules.is_empty() {
             return Err("it holds no schedule".into());

@@ -6,7 +6,11 @@ use crate::common::fails_with;
 fn sizes_must_be_positive() {
     fails_with(&["bounds", "--batch", "0"], 2, "batch must be at least 1");
     fails_with(&["bounds", "--seqlen-k", "0"], 2, "seqlen-k must be at least 1");
-    fails_with(&["bounds", "--sms", "0"], 2, "--sms must be at least 1");
+    fails_with(&["bounds", "--sms", "0"], 2, "invalid value '0' for '--sms <P>': 0 is not in 1..=4096");
+    // No GPU has thousands of SMs; beyond the cap the simulator's per-SM state alone would exhaust memory.
+    for command in ["bounds", "simulate", "search", "sweep"] {
+        fails_with(&[command, "--sms", "4294967295"], 2, "4294967295 is not in 1..=4096");
+    }
     fails_with(&["bounds", "--heads=-3"], 2, "invalid value '-3' for '--heads <N>'");
 }
 

@@ -247,6 +247,9 @@ fn bad_gantt_input_is_one_line_and_exit_2() {
     v["schedules"][0]["segments"][3]["sm"] = 99.into();
     gantt(&write("sm.json", v.to_string()), "segment 3: sm 99 is outside the machine's 4 SMs");
     let mut v = good.clone();
+    v["machine"]["sms"] = u32::MAX.into();
+    gantt(&write("sms.json", v.to_string()), "machine.sms must be between 1 and 4096 (got 4294967295)");
+    let mut v = good.clone();
     v["schedules"][0]["segments"][0]["end"] = (-1.0).into();
     gantt(&write("order.json", v.to_string()), "must be finite with 0 <= start <= end");
     let mut v = good.clone();
