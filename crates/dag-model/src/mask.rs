@@ -43,6 +43,30 @@ impl Mask {
             Mask::Blocks { .. } => "blocks",
         }
     }
+
+    /// At most how many tiles of one (batch, head) this mask leaves active on `problem`'s grid, found without
+    /// building the `TileMask` (whose construction takes tens of bytes per active tile): exact for the full and
+    /// causal masks, the whole grid (or a block mask's pair count) for the others. It lets a caller see whether
+    /// the mask will fit in memory before building it.
+    pub fn active_tiles_at_most(&self, problem: &Problem) -> u64 {
+        let (m, n) = (problem.m_tiles() as u64, problem.n_tiles() as u64);
+        match self {
+            Mask::Full | Mask::SlidingWindow { .. } | Mask::Document { .. } => m * n,
+            Mask::Causal => {
+                let (bm, bn) = (problem.block_m() as u64, problem.block_n() as u64);
+                let (sq, sk) = (problem.seqlen_q() as u64, problem.seqlen_k() as u64);
+                // Row r sees keys [0, r + sk - sq + 1) (bottom-right aligned), so a Q tile's active KV tiles
+                // are those its last row reaches.
+                (0..m)
+                    .map(|q| {
+                        let last_row = ((q + 1) * bm).min(sq) - 1;
+                        (last_row + sk + 1).saturating_sub(sq).min(sk).div_ceil(bn)
+                    })
+                    .sum()
+            }
+            Mask::Blocks { pairs } => (pairs.len() as u64).min(m * n),
+        }
+    }
 }
 
 /// The block structure of a mask on a problem's tile grid, stored both by column (per KV tile: its active Q
@@ -344,6 +368,31 @@ mod tests {
         let lens: Vec<u32> = docs.iter().map(|&l| l as u32).collect();
         check(&p, &Mask::Document { lens: lens.clone(), causal: false }, |r, c| doc(r) == doc(c));
         check(&p, &Mask::Document { lens, causal: true }, |r, c| doc(r) == doc(c) && c <= r);
+    }
+
+    #[test]
+    fn active_tiles_at_most_is_exact_for_full_and_causal_and_a_bound_otherwise() {
+        let masks = [
+            Mask::Full,
+            Mask::Causal,
+            Mask::SlidingWindow { left: Some(20), right: Some(3) },
+            Mask::Document { lens: vec![30, 50, 20], causal: true },
+            Mask::Blocks { pairs: vec![(0, 0), (3, 1)] },
+        ];
+        for (sq, sk, bm, bn) in
+            [(100, 100, 16, 8), (100, 37, 16, 8), (37, 100, 16, 8), (96, 128, 32, 64), (100, 100, 7, 13)]
+        {
+            let p = problem(sq, sk, bm, bn);
+            for mask in &masks {
+                let Ok(tm) = TileMask::new(&p, mask) else { continue };
+                let at_most = mask.active_tiles_at_most(&p);
+                if matches!(mask, Mask::Full | Mask::Causal) {
+                    assert_eq!(at_most, tm.active_tiles(), "{mask:?} on {sq}x{sk} in {bm}x{bn} tiles");
+                } else {
+                    assert!(at_most >= tm.active_tiles(), "{mask:?} on {sq}x{sk} in {bm}x{bn} tiles");
+                }
+            }
+        }
     }
 
     #[test]
