@@ -13,6 +13,7 @@ mod docgen;
 mod exit;
 mod gpu;
 mod measure;
+mod memory;
 mod output;
 mod plot;
 mod searching;

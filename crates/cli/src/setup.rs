@@ -13,6 +13,7 @@ use serde::Deserialize;
 
 use crate::args::{MAX_SMS, MaskArg, ShapeArgs};
 use crate::exit::bad_input;
+use crate::memory;
 pub use crate::searching::{LoadedSchedule, SearchRequest};
 
 /// A fully resolved analysis request.
@@ -60,8 +61,26 @@ struct BlocksFile {
     blocks: Vec<(u32, u32)>,
 }
 
+/// What a command keeps of each evaluation beyond its summary: it adds to the memory an analysis takes.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Keeps {
+    /// Every schedule's timeline (`simulate --timeline`, `gantt`).
+    pub timelines: bool,
+    /// The schedule file's text of its one schedule (`--save-schedule`).
+    pub schedule_text: bool,
+}
+
 impl Setup {
+    /// Resolves the flags, and refuses a problem whose analysis would not fit in memory (`check_memory`).
     pub fn from_args(a: &ShapeArgs) -> Result<Setup> {
+        let setup = Setup::resolve(a)?;
+        setup.check_memory(Keeps::default())?;
+        Ok(setup)
+    }
+
+    /// Resolves the flags. Of the memory it checks only the tile mask's, which this builds; a caller that
+    /// evaluates schedules checks theirs (`check_memory`, or a sweep's for all its configurations at once).
+    pub fn resolve(a: &ShapeArgs) -> Result<Setup> {
         let (mut schedules, mut all, wants_search) = parse_schedules(&a.schedule)?;
         if a.schedule_file.is_some() {
             // The file is the schedule to evaluate (clap refuses --schedule beside it).
@@ -138,6 +157,14 @@ impl Setup {
         }
         costs.check()?;
         let launch = crate::args::launch_or_in_order(a.launch);
+        // Building the tile mask takes tens of bytes per tile of one head; a long enough sequence alone exhausts
+        // memory, so see that it fits before building it.
+        memory::check(
+            memory::tile_mask_build_bytes(mask.active_tiles_at_most(&problem)),
+            "this problem",
+            "its tile mask",
+            "use a shorter --seqlen or larger tiles (--block-m, --block-n)",
+        )?;
         let tile_mask = Arc::new(TileMask::new(&problem, &mask)?);
         let machine = Machine { sms, launch };
         let mut setup = Setup {
@@ -156,6 +183,49 @@ impl Setup {
         };
         setup.schedule_file = a.schedule_file.as_deref().map(|path| LoadedSchedule::read(path, &setup)).transpose()?;
         Ok(setup)
+    }
+
+    /// What the memory of this problem's schedules grows with.
+    pub fn size(&self) -> memory::Size {
+        let (p, bh) = (&self.problem, self.problem.bh_count() as u64);
+        memory::Size {
+            tasks: self.tile_mask.active_tiles() * bh,
+            columns: p.n_tiles() as u64 * bh,
+            rows: p.m_tiles() as u64 * bh,
+            mask_tiles: self.tile_mask.active_tiles(),
+        }
+    }
+
+    /// The requested built-ins that apply to the problem (the others are skipped, or refused, before any work).
+    pub fn applicable_builtins(&self) -> u64 {
+        self.schedules.iter().filter(|kind| kind.check_applicable(&self.problem, &self.mask).is_ok()).count() as u64
+    }
+
+    /// What evaluating the requested schedules (`evaluate_each`) holds at its peak on `threads` threads, with
+    /// what the command `keeps` of each.
+    fn memory_load(&self, threads: u64, keeps: Keeps) -> memory::Load {
+        let builtins = self.applicable_builtins();
+        let with_split = 1 + self.split_tail as u64;
+        let extras = self.search.is_some() as u64 + self.schedule_file.is_some() as u64;
+        memory::Load {
+            size: self.size(),
+            problems_at_once: 1,
+            schedules_at_once: builtins.min(threads) * with_split,
+            searches_at_once: self.search.is_some() as u64,
+            schedules_held: self.schedule_file.is_some() as u64,
+            timelines_kept: if keeps.timelines { builtins * with_split + extras } else { 0 },
+            texts_kept: keeps.schedule_text as u64,
+        }
+    }
+
+    /// Refuses (bad input) an analysis that would not fit in the memory available, with what the command
+    /// `keeps` of each evaluation.
+    pub fn check_memory(&self, keeps: Keeps) -> Result<()> {
+        memory::check_load(
+            |threads| self.memory_load(threads, keeps),
+            "this problem",
+            "use a shorter --seqlen or fewer heads/batch",
+        )
     }
 
     /// The unit of every time this setup predicts: microseconds once calibrated, else one full tile's compute.

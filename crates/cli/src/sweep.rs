@@ -18,6 +18,7 @@ use serde::Serialize;
 
 use crate::args::{ConfigsArgs, MaskArg, ShapeArgs, ShapeOnly};
 use crate::exit::bad_input;
+use crate::memory::{Load, Size};
 use crate::output::{SCHEMA_VERSION, num};
 use crate::setup::{Outcome, Setup};
 
@@ -128,9 +129,41 @@ impl Plan {
         base.search.max_heads_in_flight = a.max_heads_in_flight.clone();
         base.split_tail = a.split_tail;
         let plan = Plan { configs, tokens: a.tokens, hidden: a.hidden, base };
-        // Resolve the first configuration now, so that bad names and costs fail before any work starts.
-        plan.setup(&plan.configs[0])?;
+        plan.check()?;
         Ok(plan)
+    }
+
+    /// Resolves every configuration before any work starts, so that bad names and costs fail at once, and
+    /// refuses a family whose schedules would not fit in memory as the sweep evaluates them side by side: each
+    /// thread holds one schedule (with its split version) or one search of some configuration, and its tile mask.
+    fn check(&self) -> Result<()> {
+        // The largest configuration's size in each of its terms (an upper bound of every configuration's).
+        let (mut size, mut builtins, mut search) = (Size::default(), 0, false);
+        for c in &self.configs {
+            let setup = self.setup(c)?;
+            let s = setup.size();
+            size = Size {
+                tasks: size.tasks.max(s.tasks),
+                columns: size.columns.max(s.columns),
+                rows: size.rows.max(s.rows),
+                mask_tiles: size.mask_tiles.max(s.mask_tiles),
+            };
+            builtins += setup.applicable_builtins();
+            search |= setup.search.is_some();
+        }
+        let configs = self.configs.len() as u64;
+        let with_split = 1 + self.base.split_tail as u64;
+        crate::memory::check_load(
+            |threads| Load {
+                size,
+                problems_at_once: threads.min(configs),
+                schedules_at_once: threads.min(builtins) * with_split,
+                searches_at_once: if search { threads.min(configs) } else { 0 },
+                ..Default::default()
+            },
+            "this sweep",
+            "use a smaller --tokens or --hidden, or shorter --seqlens",
+        )
     }
 
     /// The launch policy every configuration of the plan runs with.
@@ -138,7 +171,8 @@ impl Plan {
         crate::args::launch_or_in_order(self.base.launch)
     }
 
-    /// The setup of one configuration: the shared flags with this configuration's shape.
+    /// The setup of one configuration: the shared flags with this configuration's shape. Its memory was checked
+    /// with the whole family's (`Plan::from_args`).
     pub fn setup(&self, c: &Config) -> Result<Setup> {
         let mut shape = self.base.clone();
         shape.batch = c.batch;
@@ -146,7 +180,7 @@ impl Plan {
         shape.seqlen = c.seqlen;
         shape.head_dim = c.head_dim;
         shape.mask = c.mask;
-        let mut setup = Setup::from_args(&shape)?;
+        let mut setup = Setup::resolve(&shape)?;
         // Each configuration runs the listed schedules that apply to it, like `--schedule all` does.
         setup.all = true;
         Ok(setup)

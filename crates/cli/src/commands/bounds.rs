@@ -5,12 +5,16 @@ use anyhow::Result;
 use crate::args::BoundsArgs;
 use crate::output::{Kept, header, num, print_results_json, table};
 use crate::searching::{check_save, save_and_strip, schedule_file_text};
-use crate::setup::{Outcome, Setup};
+use crate::setup::{Keeps, Outcome, Setup};
 
 pub fn run(args: BoundsArgs) -> Result<()> {
     let setup = Setup::from_args(&args.shape)?;
     let save = args.save_schedule.as_deref();
     check_save(&setup, save)?;
+    if save.is_some() {
+        // The schedule file's text adds to the schedules that `from_args` checked.
+        setup.check_memory(Keeps { schedule_text: true, ..Keeps::default() })?;
+    }
     let outcomes =
         setup.evaluate_each(false, |e| (Kept::of(&e, ()), save.map(|_| schedule_file_text(&e, &setup.costs))))?;
     let outcomes = save_and_strip(outcomes, save)?;

@@ -12,7 +12,7 @@ use crate::args::{GanttArgs, ShapeArgs};
 use crate::exit::bad_input;
 use crate::plot::gantt::{Gantt, Part};
 use crate::plot::{self, Format};
-use crate::setup::{Outcome, Setup};
+use crate::setup::{Keeps, Outcome, Setup};
 use crate::timeline::{SegmentJson, TimelineFile, TimelineSchedule, check_comparable};
 use schedulers::SPLIT_SUFFIX;
 
@@ -96,6 +96,8 @@ pub fn simulate(shape: &ShapeArgs, compare: Option<&[String]>) -> Result<Timelin
              use fewer heads, a shorter sequence or larger tiles"
         )));
     }
+    // The timelines add to the schedules that `from_args` checked.
+    setup.check_memory(Keeps { timelines: true, ..Keeps::default() })?;
     let outcomes = setup.evaluate_each(true, |e| TimelineSchedule {
         schedule: e.schedule.name().to_string(),
         makespan: e.makespan(),

@@ -8,7 +8,7 @@ use crate::args::SimulateArgs;
 use crate::exit::bad_input;
 use crate::output::{Kept, header, num, print_results_json, table, write_file};
 use crate::searching::{check_save, save_and_strip, schedule_file_text};
-use crate::setup::{Outcome, Setup};
+use crate::setup::{Keeps, Outcome, Setup};
 use crate::timeline::{SegmentJson, TimelineFile, TimelineSchedule};
 
 /// Above this many tasks a timeline would take gigabytes; the user is asked to shrink the problem.
@@ -59,6 +59,10 @@ pub fn run(args: SimulateArgs) -> Result<()> {
     }
     let save = args.save_schedule.as_deref();
     check_save(&setup, save)?;
+    if want_timeline || save.is_some() {
+        // The timelines and the schedule file's text add to the schedules that `from_args` checked.
+        setup.check_memory(Keeps { timelines: want_timeline, schedule_text: save.is_some() })?;
+    }
     let outcomes = setup.evaluate_each(want_timeline, |e| {
         let text = save.map(|_| schedule_file_text(&e, &setup.costs));
         (keep(e, want_timeline), text)

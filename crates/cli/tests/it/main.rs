@@ -6,5 +6,6 @@ mod calibration;
 mod charts;
 mod common;
 mod gpu_commands;
+mod memory;
 mod search;
 mod sweep;
