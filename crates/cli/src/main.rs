@@ -16,6 +16,7 @@ mod measure;
 mod memory;
 mod output;
 mod plot;
+mod progress;
 mod searching;
 mod setup;
 mod sweep;

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
+use indicatif::ProgressBar;
 use schedulers::{
     CostModel, Evaluation, FileHeader, HeadsLimit, Progress, Provenance, Schedule, ScheduleFile, ScheduleKind,
     SearchConfig, SearchError, SearchResult, evaluate, search,
@@ -133,21 +134,38 @@ pub fn run(
 }
 
 /// The schedules of `setup` beyond the built-ins: the loaded file's, then the search's (against every
-/// built-in, starting from them too).
+/// built-in, starting from them too). Each one done steps `bar`, and the search's rounds show in its message.
 pub fn evaluate_extra<T>(
     setup: &Setup,
     record_timeline: bool,
     keep: &(impl Fn(Evaluation) -> T + Sync),
+    bar: &ProgressBar,
 ) -> Result<Vec<Outcome<T>>> {
     let mut out = Vec::new();
     if let Some(file) = &setup.schedule_file {
         out.push(Outcome::Done(keep(evaluate((*file.schedule).clone(), &setup.costs, record_timeline)?)));
+        bar.inc(1);
     }
     if let Some(req) = &setup.search {
-        let result = run(setup, req, ScheduleKind::ALL.to_vec(), true, &|_, _| ())?;
+        bar.set_message(STARTING);
+        let result = run(setup, req, ScheduleKind::ALL.to_vec(), true, &|p, _| bar.set_message(round(p, req.budget)))?;
         out.push(Outcome::Done(keep(evaluate(result.schedule, &setup.costs, record_timeline)?)));
+        bar.inc(1);
     }
     Ok(out)
+}
+
+/// What a search shows before its first round: building the built-ins and the list seeds it starts from takes
+/// as long as evaluating the built-ins does.
+pub const STARTING: &str = "search: building the starting schedules";
+
+/// Where a search stands, for a progress message.
+pub fn round(p: &Progress, budget: Budget) -> String {
+    let of = match budget {
+        Budget::Iterations(n) => format!(" of {n}"),
+        Budget::Secs(_) => String::new(),
+    };
+    format!("search: iteration {}{of}, makespan {}", p.iterations, crate::output::num(p.makespan))
 }
 
 /// A schedule read from `--schedule-file` and validated against the command's problem, mask and machine.

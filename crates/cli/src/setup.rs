@@ -7,14 +7,15 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use dag_model::{Mask, Problem, ProblemSpec, TileMask, default_blocks};
+use indicatif::ProgressBar;
 use rayon::prelude::*;
 use schedulers::{CostModel, Evaluation, Machine, SPLIT_SUFFIX, ScheduleKind, evaluate, split_tail};
 use serde::Deserialize;
 
 use crate::args::{MAX_SMS, MaskArg, ShapeArgs};
 use crate::exit::bad_input;
-use crate::memory;
 pub use crate::searching::{LoadedSchedule, SearchRequest};
+use crate::{memory, progress};
 
 /// A fully resolved analysis request.
 #[derive(Debug, Clone)]
@@ -37,6 +38,9 @@ pub struct Setup {
     pub calibrated: Option<Calibrated>,
     /// `--split-tail`: each built-in is followed by its split-tail version (where that changes anything).
     pub split_tail: bool,
+    /// Show the progress of `evaluate_each` on stderr (where it is a terminal). `from_args` turns it on; the
+    /// configurations of a sweep (`resolve`) leave it off, since the sweep shows its own.
+    pub progress: bool,
 }
 
 /// Where calibrated costs came from.
@@ -73,8 +77,9 @@ pub struct Keeps {
 impl Setup {
     /// Resolves the flags, and refuses a problem whose analysis would not fit in memory (`check_memory`).
     pub fn from_args(a: &ShapeArgs) -> Result<Setup> {
-        let setup = Setup::resolve(a)?;
+        let mut setup = Setup::resolve(a)?;
         setup.check_memory(Keeps::default())?;
+        setup.progress = true;
         Ok(setup)
     }
 
@@ -180,6 +185,7 @@ impl Setup {
             schedule_file: None,
             calibrated,
             split_tail: a.split_tail,
+            progress: false,
         };
         setup.schedule_file = a.schedule_file.as_deref().map(|path| LoadedSchedule::read(path, &setup)).transpose()?;
         Ok(setup)
@@ -235,11 +241,29 @@ impl Setup {
 
     /// Builds and evaluates every requested schedule, in parallel, keeping only what `keep` extracts from each
     /// evaluation, so that a large problem's schedules (hundreds of megabytes each) are dropped as soon as they
-    /// are evaluated. Results come back in request order: the output does not depend on the thread count.
+    /// are evaluated. Results come back in request order: the output does not depend on the thread count. With
+    /// `progress`, the schedules done and the search's rounds show on stderr where it is a terminal.
     pub fn evaluate_each<T: Send>(
         &self,
         record_timeline: bool,
         keep: impl Fn(Evaluation) -> T + Sync,
+    ) -> Result<Vec<Outcome<T>>> {
+        let bar = if self.progress {
+            let steps = self.schedules.len() + self.schedule_file.is_some() as usize + self.search.is_some() as usize;
+            progress::counter(steps as u64, "schedules")
+        } else {
+            ProgressBar::hidden()
+        };
+        let outcomes = self.evaluate_all(record_timeline, &keep, &bar);
+        bar.finish_and_clear();
+        outcomes
+    }
+
+    fn evaluate_all<T: Send>(
+        &self,
+        record_timeline: bool,
+        keep: &(impl Fn(Evaluation) -> T + Sync),
+        bar: &ProgressBar,
     ) -> Result<Vec<Outcome<T>>> {
         let mut outcomes: Vec<Outcome<T>> = self
             .schedules
@@ -266,12 +290,13 @@ impl Setup {
                 }
                 Ok(done)
             })
+            .inspect(|_| bar.inc(1))
             .collect::<Result<Vec<_>>>()?
             .into_iter()
             .flatten()
             .collect();
         // A loaded file, then the search: after the built-ins, whatever order --schedule named them in.
-        outcomes.extend(crate::searching::evaluate_extra(self, record_timeline, &keep)?);
+        outcomes.extend(crate::searching::evaluate_extra(self, record_timeline, keep, bar)?);
         Ok(outcomes)
     }
 }

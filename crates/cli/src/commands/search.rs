@@ -5,12 +5,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
+use indicatif::ProgressBar;
 use schedulers::{EvaluationSummary, HeadsLimit, ProblemBounds, Progress, ScheduleKind, evaluate};
 use serde::Serialize;
 
 use crate::args::SearchArgs;
 use crate::exit::bad_input;
 use crate::output::{ProblemJson, SCHEMA_VERSION, header, num, table, write_file};
+use crate::progress;
 use crate::searching::{self, Budget, DEFAULT_SEARCH_SECS, SEARCH, schedule_file_text};
 use crate::setup::Setup;
 
@@ -122,13 +124,19 @@ pub fn run(args: SearchArgs) -> Result<()> {
     let builtins = if setup.schedule_file.is_some() { ScheduleKind::ALL.to_vec() } else { setup.schedules.clone() };
 
     let shown = AtomicU64::new(u64::MAX);
+    // --progress prints every improvement; without it, where stderr is a terminal, a line shows the rounds.
+    let bar = if args.progress { ProgressBar::hidden() } else { progress::spinner() };
+    bar.set_message(searching::STARTING);
     let on_round = |p: &Progress, t: Duration| {
         if args.progress && shown.swap(p.improvements, Ordering::Relaxed) != p.improvements {
             eprintln!("{:>9.3} s  iteration {:>8}  makespan {}", t.as_secs_f64(), p.iterations, num(p.makespan));
         }
+        bar.set_message(searching::round(p, req.budget));
     };
     let started = Instant::now();
-    let result = searching::run(&setup, &req, builtins, !args.no_builtin_seeds, &on_round)?;
+    let result = searching::run(&setup, &req, builtins, !args.no_builtin_seeds, &on_round);
+    bar.finish_and_clear();
+    let result = result?;
     let elapsed = started.elapsed();
     let eval = evaluate(result.schedule.clone(), &setup.costs, false)?;
     if let Some(path) = &args.save_schedule {
