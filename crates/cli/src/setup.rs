@@ -38,8 +38,9 @@ pub struct Setup {
     pub calibrated: Option<Calibrated>,
     /// `--split-tail`: each built-in is followed by its split-tail version (where that changes anything).
     pub split_tail: bool,
-    /// Show the progress of `evaluate_each` on stderr (where it is a terminal). `from_args` turns it on; the
-    /// configurations of a sweep (`resolve`) leave it off, since the sweep shows its own.
+    /// Show progress on stderr (where it is a terminal) while building the tile mask and in `evaluate_each`.
+    /// `from_args` turns it on; the configurations of a sweep (`resolve`) leave it off, since the sweep shows its
+    /// own.
     pub progress: bool,
 }
 
@@ -77,15 +78,19 @@ pub struct Keeps {
 impl Setup {
     /// Resolves the flags, and refuses a problem whose analysis would not fit in memory (`check_memory`).
     pub fn from_args(a: &ShapeArgs) -> Result<Setup> {
-        let mut setup = Setup::resolve(a)?;
+        let setup = Setup::build(a, true)?;
         setup.check_memory(Keeps::default())?;
-        setup.progress = true;
         Ok(setup)
     }
 
-    /// Resolves the flags. Of the memory it checks only the tile mask's, which this builds; a caller that
-    /// evaluates schedules checks theirs (`check_memory`, or a sweep's for all its configurations at once).
+    /// Resolves the flags, showing no progress. Of the memory it checks only the tile mask's, which this builds;
+    /// a caller that evaluates schedules checks theirs (`check_memory`, or a sweep's for all its configurations
+    /// at once).
     pub fn resolve(a: &ShapeArgs) -> Result<Setup> {
+        Setup::build(a, false)
+    }
+
+    fn build(a: &ShapeArgs, progress: bool) -> Result<Setup> {
         let (mut schedules, mut all, wants_search) = parse_schedules(&a.schedule)?;
         if a.schedule_file.is_some() {
             // The file is the schedule to evaluate (clap refuses --schedule beside it).
@@ -170,7 +175,12 @@ impl Setup {
             "its tile mask",
             "use a shorter --seqlen or larger tiles (--block-m, --block-n)",
         )?;
-        let tile_mask = Arc::new(TileMask::new(&problem, &mask)?);
+        // A mask of hundreds of millions of tiles takes a while (270 million: 15 s).
+        let bar = if progress { progress::spinner() } else { ProgressBar::hidden() };
+        bar.set_message("building the tile mask");
+        let tile_mask = TileMask::new(&problem, &mask);
+        bar.finish_and_clear();
+        let tile_mask = Arc::new(tile_mask?);
         let machine = Machine { sms, launch };
         let mut setup = Setup {
             problem,
@@ -185,7 +195,7 @@ impl Setup {
             schedule_file: None,
             calibrated,
             split_tail: a.split_tail,
-            progress: false,
+            progress,
         };
         setup.schedule_file = a.schedule_file.as_deref().map(|path| LoadedSchedule::read(path, &setup)).transpose()?;
         Ok(setup)
