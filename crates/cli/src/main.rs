@@ -30,6 +30,7 @@ use clap::Parser;
 use clap::error::ErrorKind;
 
 fn main() -> ExitCode {
+    restore_default_sigpipe();
     let cli = match args::Cli::try_parse() {
         Ok(cli) => cli,
         Err(err) => return usage_error(err),
@@ -54,6 +55,19 @@ fn main() -> ExitCode {
             eprintln!("error: {}", exit::one_line(&err));
             ExitCode::from(code)
         }
+    }
+}
+
+/// Rust ignores SIGPIPE, so a write to a closed pipe (`dashc sweep | head -1`) fails with EPIPE and `println!`
+/// panics on it. dashc's output is all on stdout and stderr, and a reader that has seen enough should stop it
+/// quietly, as it stops other Unix tools: with the default action the kernel ends the process at that write.
+/// dashc writes to no other pipe or socket, so no write that should report an error is lost to the signal.
+fn restore_default_sigpipe() {
+    #[cfg(unix)]
+    // SAFETY: called first thing in `main`, before any other thread exists; setting a signal's action to its
+    // default installs no handler of ours.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }
 

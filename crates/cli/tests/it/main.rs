@@ -4,6 +4,7 @@ mod analyze;
 mod bad_input;
 mod calibration;
 mod charts;
+mod closed_stdout;
 mod common;
 mod gpu_commands;
 mod memory;
