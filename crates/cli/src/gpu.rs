@@ -92,22 +92,32 @@ impl Target {
     }
 
     /// The target of `dashc codegen` (no GPU to ask): the portable loop for sm_80 and sm_90a, or the sm90 loop.
-    pub fn for_codegen(arch: ArchArg) -> Result<Target> {
+    /// The sm90 loop's headers are not looked up yet: `with_headers` does that, once the shape is known to be one
+    /// the kernels implement, so that a shape no headers could build is refused as bad input (exit 2) rather
+    /// than as a missing toolchain (exit 3).
+    pub fn for_codegen(arch: ArchArg) -> Target {
         match arch {
             ArchArg::Sm80 => {
-                Ok(Target { main_loop: MainLoop::Sm80, archs: vec![Arch::Sm80, Arch::Sm90a], env: BuildEnv::default() })
+                Target { main_loop: MainLoop::Sm80, archs: vec![Arch::Sm80, Arch::Sm90a], env: BuildEnv::default() }
             }
-            ArchArg::Sm90 => Target::sm90(),
+            ArchArg::Sm90 => Target { main_loop: MainLoop::Sm90, archs: vec![Arch::Sm90a], env: BuildEnv::default() },
+        }
+    }
+
+    /// This target with the headers its main loop includes: the CUTLASS/CuTe headers for the sm90 loop (missing
+    /// ones are `Unavailable`, exit 3), none for the portable loop.
+    pub fn with_headers(self) -> Result<Target> {
+        match self.main_loop {
+            MainLoop::Sm80 => Ok(self),
+            MainLoop::Sm90 => {
+                let include = find_cutlass()?;
+                Ok(Target { env: BuildEnv { cutlass_include: Some(include.to_string_lossy().into_owned()) }, ..self })
+            }
         }
     }
 
     fn sm90() -> Result<Target> {
-        let include = find_cutlass()?;
-        Ok(Target {
-            main_loop: MainLoop::Sm90,
-            archs: vec![Arch::Sm90a],
-            env: BuildEnv { cutlass_include: Some(include.to_string_lossy().into_owned()) },
-        })
+        Target::for_codegen(ArchArg::Sm90).with_headers()
     }
 
     /// "sm90 (sm_90a)", for reports.

@@ -39,8 +39,9 @@ pub fn run(args: CodegenArgs) -> Result<()> {
             _ => println!("split tail: nothing to split (the last pass is full, or it cannot stay one share per SM)"),
         }
     }
-    let target = Target::for_codegen(args.arch)?;
+    let target = Target::for_codegen(args.arch);
     let config = kernel_config(&setup.problem, &setup.mask, !args.nondeterministic, &target)?;
+    let target = target.with_headers()?;
     let generated =
         generate(&schedule, &config, &Templates::embedded(), &target.env).map_err(|e| bad_input(e.to_string()))?;
     write_generated(&args.out, &generated)?;

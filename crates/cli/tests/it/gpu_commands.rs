@@ -91,6 +91,15 @@ fn codegen_sm90_needs_the_cutlass_headers_and_names_them_in_the_build() {
         .expect("dashc runs");
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
     assert!(stderr(&out).contains("the sm90 main loop needs the CUTLASS/CuTe headers"), "{}", stderr(&out));
+    // A shape the kernels do not implement is bad input whether or not the headers are there.
+    let out = Command::new(env!("CARGO_BIN_EXE_dashc"))
+        .args(args)
+        .args(["--head-dim", "256", "-o", d])
+        .env("CUTLASS_INCLUDE", &missing)
+        .output()
+        .expect("dashc runs");
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("head dim 256 is not supported"), "{}", stderr(&out));
 
     let cutlass = fake_cutlass("cutlass-headers");
     let out = Command::new(env!("CARGO_BIN_EXE_dashc"))
