@@ -112,22 +112,22 @@ const IDEAL_SETS: [&str; 7] = ["batch", "kv_heads", "seqlen", "seqlen_k", "block
 #[derive(Debug, Clone, Args)]
 pub struct ShapeArgs {
     /// Batch size
-    #[arg(allow_negative_numbers = true, long, default_value_t = 1, value_name = "N")]
+    #[arg(allow_negative_numbers = true, long, default_value_t = 1, value_name = "N", value_parser = at_least_one())]
     pub batch: u32,
     /// Query heads (with --ideal: the number of heads m)
-    #[arg(allow_negative_numbers = true, long, default_value_t = 16, value_name = "N")]
+    #[arg(allow_negative_numbers = true, long, default_value_t = 16, value_name = "N", value_parser = at_least_one())]
     pub heads: u32,
     /// KV heads (GQA when fewer than --heads); default: --heads
-    #[arg(allow_negative_numbers = true, long, value_name = "N")]
+    #[arg(allow_negative_numbers = true, long, value_name = "N", value_parser = at_least_one())]
     pub kv_heads: Option<u32>,
     /// Query sequence length
-    #[arg(allow_negative_numbers = true, long, default_value_t = 16384, value_name = "TOKENS")]
+    #[arg(allow_negative_numbers = true, long, default_value_t = 16384, value_name = "TOKENS", value_parser = at_least_one())]
     pub seqlen: u32,
     /// Key/value sequence length; default: --seqlen
-    #[arg(allow_negative_numbers = true, long, value_name = "TOKENS")]
+    #[arg(allow_negative_numbers = true, long, value_name = "TOKENS", value_parser = at_least_one())]
     pub seqlen_k: Option<u32>,
     /// Head dimension
-    #[arg(allow_negative_numbers = true, long, default_value_t = 128, value_name = "D")]
+    #[arg(allow_negative_numbers = true, long, default_value_t = 128, value_name = "D", value_parser = at_least_one())]
     pub head_dim: u32,
     /// Attention mask
     #[arg(long, value_enum, default_value_t = MaskArg::Causal)]
@@ -188,6 +188,12 @@ pub struct ShapeArgs {
 
     #[command(flatten)]
     pub costs: CostArgs,
+}
+
+/// The parser of a size that must be at least 1, so that a refused value (0 or negative) is answered with the range
+/// that is accepted: u32's own would say `-5 is not in 0..=4294967295`, as if 0 would do.
+fn at_least_one() -> clap::builder::RangedI64ValueParser<u32> {
+    clap::value_parser!(u32).range(1..)
 }
 
 /// The cost model (uncalibrated: one full tile's compute is the time unit).
