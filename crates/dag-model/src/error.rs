@@ -15,7 +15,8 @@ pub enum ModelError {
         "document lengths sum to {sum} tokens but seqlen_q is {seqlen_q} and seqlen_k is {seqlen_k}; they must all be equal"
     )]
     DocumentLengths { sum: u64, seqlen_q: u32, seqlen_k: u32 },
-    #[error("document length {index} is zero; every document needs at least one token")]
+    /// `index` counts from 0, the message from 1, as a person counts the lengths of a list.
+    #[error("document {} (counting from 1) has length 0; every document needs at least one token", index + 1)]
     EmptyDocument { index: usize },
     #[error("block ({q}, {kv}) is outside the tile grid ({m} q-tiles x {n} kv-tiles)")]
     BlockOutside { q: u32, kv: u32, m: u32, n: u32 },

@@ -45,6 +45,11 @@ fn mask_flags_are_checked() {
         2,
         "document lengths sum to 900",
     );
+    fails_with(
+        &["bounds", "--mask", "document", "--seqlen", "4096", "--doc-lens", "4096,0"],
+        2,
+        "document 2 (counting from 1) has length 0",
+    );
     fails_with(&["bounds", "--mask", "full", "--window-left", "5"], 2, "only applies to --mask sliding-window");
     fails_with(&["bounds", "--mask", "sliding-window"], 2, "needs --window-left and/or --window-right");
 }
