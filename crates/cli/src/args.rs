@@ -251,7 +251,8 @@ pub struct BoundsArgs {
     /// Print one JSON object instead of a table
     #[arg(long)]
     pub json: bool,
-    /// Write the schedule to FILE as JSON (docs/schedule-file.md); needs a single schedule
+    /// Write the schedule to FILE as JSON (docs/schedule-file.md); needs a single schedule (with --split-tail, its
+    /// split version is written where it has one, as codegen renders it)
     #[arg(long, value_name = "FILE")]
     pub save_schedule: Option<PathBuf>,
 }
@@ -269,7 +270,8 @@ pub struct SimulateArgs {
     /// Write the simulated timeline(s) as JSON to FILE (see docs/timeline-format.md)
     #[arg(long, value_name = "FILE")]
     pub timeline: Option<PathBuf>,
-    /// Write the schedule to FILE as JSON (docs/schedule-file.md); needs a single schedule
+    /// Write the schedule to FILE as JSON (docs/schedule-file.md); needs a single schedule (with --split-tail, its
+    /// split version is written where it has one, as codegen renders it)
     #[arg(long, value_name = "FILE")]
     pub save_schedule: Option<PathBuf>,
 }

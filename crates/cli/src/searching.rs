@@ -237,28 +237,63 @@ pub fn check_save(setup: &Setup, save: Option<&Path>) -> Result<()> {
     if save.is_none() {
         return Ok(());
     }
-    let count = setup.schedules.len() + setup.search.is_some() as usize + setup.schedule_file.is_some() as usize;
+    // `--schedule all` skips the built-ins that do not apply to the problem: they are not candidates either.
+    let builtins = if setup.all {
+        setup.schedules.iter().filter(|k| k.check_applicable(&setup.problem, &setup.mask).is_ok()).count()
+    } else {
+        setup.schedules.len()
+    };
+    let count = builtins + setup.search.is_some() as usize + setup.schedule_file.is_some() as usize;
     if count != 1 {
+        let which = if setup.all { " (those of --schedule all that apply)" } else { "" };
         return Err(bad_input(format!(
-            "--save-schedule writes one schedule, but {count} are selected; pick one with --schedule (e.g. --schedule search)"
+            "--save-schedule writes one schedule, but {count} are selected{which}; pick one with --schedule (e.g. \
+             --schedule search)"
         )));
     }
     Ok(())
 }
 
-/// Writes the schedule file text kept beside each outcome (there is at most one) and drops it.
-pub fn save_and_strip<T>(outcomes: Vec<Outcome<(T, Option<String>)>>, save: Option<&Path>) -> Result<Vec<Outcome<T>>> {
+/// A schedule file for `--save-schedule`, kept beside an outcome: the schedule's name, for the message, and the
+/// file's text.
+pub struct ScheduleText {
+    name: String,
+    text: String,
+}
+
+impl ScheduleText {
+    pub fn of(e: &Evaluation, costs: &CostModel) -> ScheduleText {
+        ScheduleText { name: e.schedule.name().to_string(), text: schedule_file_text(e, costs) }
+    }
+}
+
+/// Writes the schedule file kept beside the outcomes and drops it. There is one, or with `--split-tail` two, the
+/// built-in and its split version: then the split version is written, the one `codegen` renders, and the message
+/// says so.
+pub fn save_and_strip<T>(
+    outcomes: Vec<Outcome<(T, Option<ScheduleText>)>>,
+    save: Option<&Path>,
+) -> Result<Vec<Outcome<T>>> {
     let mut out = Vec::with_capacity(outcomes.len());
+    let mut files = Vec::new();
     for o in outcomes {
         out.push(match o {
-            Outcome::Done((kept, text)) => {
-                if let (Some(path), Some(text)) = (save, text) {
-                    write_file(path, &text)?;
-                }
+            Outcome::Done((kept, file)) => {
+                files.extend(file);
                 Outcome::Done(kept)
             }
             Outcome::Skipped { schedule, reason } => Outcome::Skipped { schedule, reason },
         });
+    }
+    if let (Some(path), Some(ScheduleText { name, text })) = (save, files.last()) {
+        write_file(path, text)?;
+        let note = match &files[..] {
+            [ScheduleText { name: unsplit, .. }, _] => {
+                format!(" (the split tail of {unsplit}, as codegen renders it; without --split-tail: {unsplit})")
+            }
+            _ => String::new(),
+        };
+        eprintln!("schedule {name} written to {}{note}", path.display());
     }
     Ok(out)
 }

@@ -4,7 +4,7 @@ use anyhow::Result;
 
 use crate::args::BoundsArgs;
 use crate::output::{Kept, header, num, print_results_json, table};
-use crate::searching::{check_save, save_and_strip, schedule_file_text};
+use crate::searching::{ScheduleText, check_save, save_and_strip};
 use crate::setup::{Keeps, Outcome, Setup};
 
 pub fn run(args: BoundsArgs) -> Result<()> {
@@ -16,7 +16,7 @@ pub fn run(args: BoundsArgs) -> Result<()> {
         setup.check_memory(Keeps { schedule_text: true, ..Keeps::default() })?;
     }
     let outcomes =
-        setup.evaluate_each(false, |e| (Kept::of(&e, ()), save.map(|_| schedule_file_text(&e, &setup.costs))))?;
+        setup.evaluate_each(false, |e| (Kept::of(&e, ()), save.map(|_| ScheduleText::of(&e, &setup.costs))))?;
     let outcomes = save_and_strip(outcomes, save)?;
     if args.json {
         return print_results_json("bounds", &setup, &outcomes);

@@ -7,7 +7,7 @@ use serde::Serialize;
 use crate::args::SimulateArgs;
 use crate::exit::bad_input;
 use crate::output::{Kept, header, num, print_results_json, table, write_file};
-use crate::searching::{check_save, save_and_strip, schedule_file_text};
+use crate::searching::{ScheduleText, check_save, save_and_strip};
 use crate::setup::{Keeps, Outcome, Setup};
 use crate::timeline::{SegmentJson, TimelineFile, TimelineSchedule};
 
@@ -64,8 +64,8 @@ pub fn run(args: SimulateArgs) -> Result<()> {
         setup.check_memory(Keeps { timelines: want_timeline, schedule_text: save.is_some() })?;
     }
     let outcomes = setup.evaluate_each(want_timeline, |e| {
-        let text = save.map(|_| schedule_file_text(&e, &setup.costs));
-        (keep(e, want_timeline), text)
+        let file = save.map(|_| ScheduleText::of(&e, &setup.costs));
+        (keep(e, want_timeline), file)
     })?;
     let outcomes = save_and_strip(outcomes, save)?;
     if let Some(path) = &args.timeline {

@@ -180,10 +180,37 @@ fn save_schedule_needs_exactly_one_schedule() {
     fails_with(
         &args(&["bounds"], &["--save-schedule", p]),
         2,
-        "--save-schedule writes one schedule, but 7 are selected",
+        // Of the seven built-ins, naive, descending and spt apply to a sliding window.
+        "--save-schedule writes one schedule, but 3 are selected (those of --schedule all that apply)",
     );
     fails_with(&args(&["simulate"], &["--schedule", "naive,spt", "--save-schedule", p]), 2, "but 2 are selected");
     assert!(!path.exists());
+}
+
+#[test]
+fn save_schedule_with_split_tail_says_it_writes_the_split_version() {
+    let dir = scratch("save-split");
+    let path = dir.join("split.json");
+    let p = path.to_str().unwrap();
+    // 512 units of shift on 132 SMs: the last pass is partial, so --split-tail evaluates shift and shift+split.
+    let out = dashc(&[
+        "simulate",
+        "--mask",
+        "full",
+        "--seqlen",
+        "4096",
+        "--schedule",
+        "shift",
+        "--split-tail",
+        "--save-schedule",
+        p,
+    ]);
+    assert!(out.status.success());
+    assert!(stdout(&out).contains("\nshift+split "), "{}", stdout(&out));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains(&format!("schedule shift+split written to {p} (the split tail of shift")), "{err}");
+    let saved: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_eq!(saved["name"], "shift+split");
 }
 
 #[test]
