@@ -581,7 +581,7 @@ pub struct SearchArgs {
     /// Start only from list-scheduling seeds, not from the built-in schedules (they are still compared)
     #[arg(long)]
     pub no_builtin_seeds: bool,
-    /// Print every improvement to stderr with the time it was found
+    /// Print each improvement to stderr with the time it was found (one line per change of the printed makespan)
     #[arg(long)]
     pub progress: bool,
     /// Print one JSON object instead of a table

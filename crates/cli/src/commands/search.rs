@@ -1,7 +1,7 @@
 //! `dashc search`: search for a schedule of low simulated makespan, show it beside the built-ins with its
 //! certificate (lower bounds and the gap to them), and optionally save it (docs/schedule-file.md).
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
@@ -123,15 +123,23 @@ pub fn run(args: SearchArgs) -> Result<()> {
     }
     let builtins = if setup.schedule_file.is_some() { ScheduleKind::ALL.to_vec() } else { setup.schedules.clone() };
 
-    let shown = AtomicU64::new(u64::MAX);
-    // --progress prints every improvement; without it, where stderr is a terminal, a line shows the rounds.
+    // --progress prints every change of the printed makespan; without it, where stderr is a terminal, a line
+    // shows the rounds. A line per change, not per improvement: most improvements late in a search are below the
+    // makespan's rounding, and a line for each would repeat the same makespan many times.
+    let shown = Mutex::new(String::new());
     let bar = if args.progress { ProgressBar::hidden() } else { progress::spinner() };
     bar.set_message(searching::STARTING);
     let on_round = |p: &Progress, t: Duration| {
-        if args.progress && shown.swap(p.improvements, Ordering::Relaxed) != p.improvements {
-            eprintln!("{:>9.3} s  iteration {:>8}  makespan {}", t.as_secs_f64(), p.iterations, num(p.makespan));
-        }
         bar.set_message(searching::round(p, req.budget));
+        if !args.progress {
+            return;
+        }
+        let makespan = num(p.makespan);
+        let mut last = shown.lock().unwrap_or_else(PoisonError::into_inner);
+        if *last != makespan {
+            eprintln!("{:>9.3} s  iteration {:>8}  makespan {makespan}", t.as_secs_f64(), p.iterations);
+            *last = makespan;
+        }
     };
     let started = Instant::now();
     let result = searching::run(&setup, &req, builtins, !args.no_builtin_seeds, &on_round);

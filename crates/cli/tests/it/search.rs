@@ -214,6 +214,16 @@ fn save_schedule_with_split_tail_says_it_writes_the_split_version() {
 }
 
 #[test]
+fn progress_prints_a_line_only_when_the_printed_makespan_changes() {
+    let out = dashc(&args(&["search"], &["--iterations", "400", "--progress"]));
+    assert!(out.status.success());
+    let err = String::from_utf8(out.stderr).unwrap();
+    let shown: Vec<&str> = err.lines().filter_map(|l| l.split("makespan ").nth(1)).collect();
+    assert!(!shown.is_empty(), "{err}");
+    assert!(shown.windows(2).all(|w| w[0] != w[1]), "a makespan printed twice in a row: {err}");
+}
+
+#[test]
 fn unreadable_and_malformed_schedule_files_are_named() {
     let dir = scratch("malformed");
     let write = |name: &str, text: &str| {
