@@ -160,20 +160,21 @@ pub fn header(s: &Setup) -> String {
             p.n_tiles()
         );
     }
+    // Rounded as every other number printed (a calibrated cost has sixteen digits, most of them noise).
     let c = &s.costs;
-    let mut costs = format!("compute {}", c.compute);
+    let mut costs = format!("compute {}", num(c.compute));
     if let Some(cp) = c.compute_partial {
-        let _ = write!(costs, ", partial tiles {cp}");
+        let _ = write!(costs, ", partial tiles {}", num(cp));
     }
     if c.scale_by_fraction {
         costs.push_str(" x unmasked fraction");
     }
-    let _ = write!(costs, ", reduce {}, handoff {}", c.reduce, c.handoff);
+    let _ = write!(costs, ", reduce {}, handoff {}", num(c.reduce), num(c.handoff));
     if c.unit_start > 0.0 || c.unit_finish > 0.0 {
-        let _ = write!(costs, ", unit start {} / finish {}", c.unit_start, c.unit_finish);
+        let _ = write!(costs, ", unit start {} / finish {}", num(c.unit_start), num(c.unit_finish));
     }
     if p.group() > 1 {
-        let _ = write!(costs, ", dk/dv reduce {}", c.dkv_reduce);
+        let _ = write!(costs, ", dk/dv reduce {}", num(c.dkv_reduce));
     }
     let _ = writeln!(
         out,

@@ -16,6 +16,8 @@ fn calibrated_costs_predict_microseconds_and_tflops() {
     let out = dashc(&["simulate", "--seqlen", "4096", "--batch", "4", "--mask", "causal", "--costs", &costs]);
     assert!(out.status.success());
     assert!(stdout(&out).contains("µs, calibrated on NVIDIA H200"), "{}", stdout(&out));
+    // The header's costs are rounded as the table is (the file holds 3.220253138139382).
+    assert!(stdout(&out).contains("costs: compute 3.2203, partial tiles 3.246, reduce 1.9981"), "{}", stdout(&out));
     let out = dashc(&["sweep", "--costs", &costs, "--seqlens", "16384", "--masks", "full"]);
     assert!(out.status.success());
     let text = stdout(&out);
