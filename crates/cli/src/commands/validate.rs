@@ -284,6 +284,14 @@ fn load_raw(path: &Path) -> Result<Raw> {
     if raw.format != RAW_FORMAT || raw.schema_version != SCHEMA_VERSION {
         return Err(bad_input(format!("{} is not a {RAW_FORMAT} file of schema {SCHEMA_VERSION}", path.display())));
     }
+    if !(1..=crate::args::MAX_SMS).contains(&raw.sms) {
+        return Err(bad_input(format!(
+            "{}: sms must be between 1 and {} (got {})",
+            path.display(),
+            crate::args::MAX_SMS,
+            raw.sms
+        )));
+    }
     Ok(raw)
 }
 
