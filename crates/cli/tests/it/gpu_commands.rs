@@ -455,6 +455,11 @@ fn validate_merges_the_rounds_of_several_raw_files() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let text = std::fs::read_to_string(&doc).unwrap();
     assert!(text.contains("on 66 SMs") && !text.contains("on 132 SMs"), "{text}");
+    let mut zero_sms = raw("NVIDIA H200", 1, 1, 2, &[("naive", "ok", 6.0, &[]), ("spt", "ok", 1.0, &[])]);
+    zero_sms["sms"] = 0.into();
+    let zero_sms = write("zero-sms.json", zero_sms);
+    let args = validate_from_raw_args(&[&zero_sms], &doc, &[]);
+    fails_with(&args.iter().map(String::as_str).collect::<Vec<_>>(), 2, "sms must be between 1 and 4096 (got 0)");
     for flag in [&["--sms", "100"][..], &["--seqlens", "512"], &["--split-tail"], &["--rounds", "2"], &["--reps", "5"]]
     {
         let args = validate_from_raw_args(&[&small], &doc, flag);
