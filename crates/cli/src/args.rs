@@ -392,10 +392,10 @@ pub struct ConfigsArgs {
 pub struct SweepArgs {
     #[command(flatten)]
     pub configs: ConfigsArgs,
-    /// Also write the rows as JSON to FILE
+    /// Also write the rows as JSON to FILE (`-`: to stdout, in place of the table)
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
-    /// Also write the rows as CSV to FILE
+    /// Also write the rows as CSV to FILE (`-`: to stdout, in place of the table)
     #[arg(long, value_name = "FILE")]
     pub csv: Option<PathBuf>,
     /// Plot relative throughput against seqlen, one panel per (head dim, mask): FILE.png or FILE.svg

@@ -171,3 +171,26 @@ fn report_writes_markdown_and_charts_quickly() {
     fails_with(&["report", "--out", below.to_str().unwrap()], 2, "cannot create report folder");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn a_dash_sends_the_json_or_the_csv_to_stdout_in_place_of_the_table() {
+    let dir = scratch("dash");
+    let small = ["sweep", "--seqlens", "512", "--head-dims", "64", "--masks", "full", "--schedules", "naive,shift"];
+    let run = |extra: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_dashc"))
+            .args(small)
+            .args(extra)
+            .current_dir(&dir)
+            .output()
+            .expect("dashc runs");
+        assert!(out.status.success(), "{}", stderr(&out));
+        stdout(&out)
+    };
+    let json: Value = serde_json::from_str(&run(&["--json", "-"])).expect("stdout is the JSON alone");
+    assert_eq!(json["rows"].as_array().map(Vec::len), Some(2));
+    let csv = run(&["--csv", "-"]);
+    assert!(csv.starts_with("mask,head_dim,") && csv.lines().count() == 3, "{csv}");
+    assert!(!dir.join("-").exists(), "a file named - was written");
+    fails_with(&[&small[..], &["--json", "-", "--csv", "-"]].concat(), 2, "both ask for stdout");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
