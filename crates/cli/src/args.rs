@@ -364,10 +364,10 @@ pub struct ConfigsArgs {
     #[arg(long, default_value = "all", value_name = "LIST")]
     pub schedules: String,
     /// Tokens per configuration: batch x seqlen
-    #[arg(allow_negative_numbers = true, long, default_value_t = 16384, value_name = "N")]
+    #[arg(allow_negative_numbers = true, long, default_value_t = 16384, value_name = "N", value_parser = at_least_one())]
     pub tokens: u32,
     /// Hidden size: heads x head dim
-    #[arg(allow_negative_numbers = true, long, default_value_t = 2048, value_name = "N")]
+    #[arg(allow_negative_numbers = true, long, default_value_t = 2048, value_name = "N", value_parser = at_least_one())]
     pub hidden: u32,
     /// Number of SMs, 1 to 4096 (132 on H100/H200/H800)
     #[arg(allow_negative_numbers = true, long, default_value_t = 132, value_name = "P", value_parser = sms_range())]
@@ -606,10 +606,10 @@ pub struct CalibrateArgs {
     #[arg(long, default_value = "naive,descending,shift,symmetric-shift", value_name = "LIST")]
     pub schedules: String,
     /// Tokens per configuration: batch x seqlen
-    #[arg(allow_negative_numbers = true, long, default_value_t = 16384, value_name = "N")]
+    #[arg(allow_negative_numbers = true, long, default_value_t = 16384, value_name = "N", value_parser = at_least_one())]
     pub tokens: u32,
     /// Hidden size: heads x head dim
-    #[arg(allow_negative_numbers = true, long, default_value_t = 2048, value_name = "N")]
+    #[arg(allow_negative_numbers = true, long, default_value_t = 2048, value_name = "N", value_parser = at_least_one())]
     pub hidden: u32,
     /// Number of SMs, 1 to 4096 (132 on H100/H200/H800)
     #[arg(allow_negative_numbers = true, long, default_value_t = 132, value_name = "P", value_parser = sms_range())]

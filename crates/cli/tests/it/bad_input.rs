@@ -8,6 +8,8 @@ fn sizes_must_be_positive() {
     fails_with(&["bounds", "--seqlen-k", "0"], 2, "invalid value '0' for '--seqlen-k <TOKENS>': 0 is not in 1..");
     // A negative size is told the range that is accepted, not u32's (which would offer 0).
     fails_with(&["bounds", "--seqlen", "-5"], 2, "invalid value '-5' for '--seqlen <TOKENS>': -5 is not in 1..");
+    fails_with(&["sweep", "--hidden", "-5"], 2, "invalid value '-5' for '--hidden <N>': -5 is not in 1..");
+    fails_with(&["sweep", "--tokens", "0"], 2, "invalid value '0' for '--tokens <N>': 0 is not in 1..");
     fails_with(&["bounds", "--sms", "0"], 2, "invalid value '0' for '--sms <P>': 0 is not in 1..=4096");
     // No GPU has thousands of SMs; beyond the cap the simulator's per-SM state alone would exhaust memory.
     for command in ["bounds", "simulate", "search", "sweep"] {
