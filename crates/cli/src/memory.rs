@@ -30,6 +30,18 @@ pub struct Size {
     pub mask_tiles: u64,
 }
 
+impl Size {
+    /// The larger of `self` and `other` in each term: a size that bounds both.
+    pub fn max(self, other: Size) -> Size {
+        Size {
+            tasks: self.tasks.max(other.tasks),
+            columns: self.columns.max(other.columns),
+            rows: self.rows.max(other.rows),
+            mask_tiles: self.mask_tiles.max(other.mask_tiles),
+        }
+    }
+}
+
 /// Bytes per task, per column and per row of one thing an analysis holds.
 struct Cost {
     task: u64,

@@ -238,11 +238,7 @@ pub fn check_save(setup: &Setup, save: Option<&Path>) -> Result<()> {
         return Ok(());
     }
     // `--schedule all` skips the built-ins that do not apply to the problem: they are not candidates either.
-    let builtins = if setup.all {
-        setup.schedules.iter().filter(|k| k.check_applicable(&setup.problem, &setup.mask).is_ok()).count()
-    } else {
-        setup.schedules.len()
-    };
+    let builtins = if setup.all { setup.applicable_builtins() as usize } else { setup.schedules.len() };
     let count = builtins + setup.search.is_some() as usize + setup.schedule_file.is_some() as usize;
     if count != 1 {
         let which = if setup.all { " (those of --schedule all that apply)" } else { "" };

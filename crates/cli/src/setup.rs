@@ -12,7 +12,7 @@ use rayon::prelude::*;
 use schedulers::{CostModel, Evaluation, Machine, SPLIT_SUFFIX, ScheduleKind, evaluate, split_tail};
 use serde::Deserialize;
 
-use crate::args::{MAX_SMS, MaskArg, ShapeArgs};
+use crate::args::{MaskArg, ShapeArgs};
 use crate::exit::bad_input;
 pub use crate::searching::{LoadedSchedule, SearchRequest};
 use crate::{memory, progress};
@@ -133,12 +133,10 @@ impl Setup {
             };
             (spec, a.sms)
         };
+        // The SM count is in range already: clap holds --sms to 1..=MAX_SMS, `validate --from-raw` checks the count
+        // a raw file records where it reads it, and with --ideal it is the tiles per head (at least 1, and bounded
+        // by `Problem::new`).
         let problem = Problem::new(spec)?;
-        // clap holds --sms to its range; this catches a count read from a file (validate --from-raw). With --ideal
-        // the SM count is the tiles per head, which `Problem::new` already bounded.
-        if !a.ideal && !(1..=MAX_SMS).contains(&sms) {
-            return Err(bad_input(format!("--sms must be between 1 and {MAX_SMS} (got {sms})")));
-        }
         let c = &a.costs;
         let mut costs = CostModel {
             compute: c.compute,

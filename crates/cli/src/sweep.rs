@@ -141,13 +141,7 @@ impl Plan {
         let (mut size, mut builtins, mut search) = (Size::default(), 0, false);
         for c in &self.configs {
             let setup = self.setup(c)?;
-            let s = setup.size();
-            size = Size {
-                tasks: size.tasks.max(s.tasks),
-                columns: size.columns.max(s.columns),
-                rows: size.rows.max(s.rows),
-                mask_tiles: size.mask_tiles.max(s.mask_tiles),
-            };
+            size = size.max(setup.size());
             builtins += setup.applicable_builtins();
             search |= setup.search.is_some();
         }
