@@ -139,7 +139,7 @@ pub struct ShapeArgs {
     #[arg(allow_negative_numbers = true, long, value_name = "TOKENS")]
     pub window_right: Option<u32>,
     /// Document mask: comma-separated document lengths packed into the sequence (must sum to --seqlen)
-    #[arg(long, value_name = "LENS", value_delimiter = ',')]
+    #[arg(allow_negative_numbers = true, long, value_name = "LENS", value_delimiter = ',', value_parser = at_least_one())]
     pub doc_lens: Vec<u32>,
     /// Document mask: attend to the whole document instead of causally within it
     #[arg(long)]
@@ -151,10 +151,10 @@ pub struct ShapeArgs {
     #[arg(long, value_name = "FILE")]
     pub blocks: Option<PathBuf>,
     /// Q tile size; default by head dim (<=64: 128, <=128: 64, else 64)
-    #[arg(allow_negative_numbers = true, long, value_name = "ROWS")]
+    #[arg(allow_negative_numbers = true, long, value_name = "ROWS", value_parser = at_least_one())]
     pub block_m: Option<u32>,
     /// KV tile size; default by head dim (<=64: 128, <=128: 128, else 64)
-    #[arg(allow_negative_numbers = true, long, value_name = "COLS")]
+    #[arg(allow_negative_numbers = true, long, value_name = "COLS", value_parser = at_least_one())]
     pub block_n: Option<u32>,
     /// Number of SMs, 1 to 4096 (132 on H100/H200/H800)
     #[arg(allow_negative_numbers = true, long, default_value_t = 132, value_name = "P", value_parser = sms_range())]
@@ -183,7 +183,7 @@ pub struct ShapeArgs {
     #[arg(long, requires = "tiles", conflicts_with_all = IDEAL_SETS)]
     pub ideal: bool,
     /// With --ideal: tiles per head N (also the number of SMs)
-    #[arg(allow_negative_numbers = true, long, value_name = "N", requires = "ideal")]
+    #[arg(allow_negative_numbers = true, long, value_name = "N", requires = "ideal", value_parser = at_least_one())]
     pub tiles: Option<u32>,
 
     #[command(flatten)]
@@ -194,6 +194,11 @@ pub struct ShapeArgs {
 /// that is accepted: u32's own would say `-5 is not in 0..=4294967295`, as if 0 would do.
 fn at_least_one() -> clap::builder::RangedI64ValueParser<u32> {
     clap::value_parser!(u32).range(1..)
+}
+
+/// The parser of an image side in pixels (`plot::MIN_SIDE..=plot::MAX_SIDE`).
+fn side_range() -> clap::builder::RangedI64ValueParser<u32> {
+    clap::value_parser!(u32).range(i64::from(crate::plot::MIN_SIDE)..=i64::from(crate::plot::MAX_SIDE))
 }
 
 /// The cost model (uncalibrated: one full tile's compute is the time unit).
@@ -297,11 +302,11 @@ pub struct GanttArgs {
     /// again to stack timelines of one problem and time unit (a prediction and a measurement) on one time axis
     #[arg(long, value_name = "FILE", conflicts_with_all = GANTT_SHAPE_FLAGS)]
     pub timeline: Vec<PathBuf>,
-    /// Image width in pixels
-    #[arg(allow_negative_numbers = true, long, default_value_t = 1600, value_name = "PX")]
+    /// Image width in pixels, 320 to 16000
+    #[arg(allow_negative_numbers = true, long, default_value_t = 1600, value_name = "PX", value_parser = side_range())]
     pub width: u32,
-    /// Image height in pixels; default: from the number of SMs and schedules
-    #[arg(allow_negative_numbers = true, long, value_name = "PX")]
+    /// Image height in pixels, 320 to 16000; default: from the number of SMs and schedules
+    #[arg(allow_negative_numbers = true, long, value_name = "PX", value_parser = side_range())]
     pub height: Option<u32>,
 }
 
@@ -478,7 +483,7 @@ pub struct GpuArgs {
     /// Leave the GPU idle this long before each harness's timed runs. Near its power limit a GPU runs the first
     /// tens of ms of load about 10% faster than sustained load; with --reps 30 or more `bench` shows both (150 let
     /// a long row reach the limit; docs/gpu.md, "At rest and sustained")
-    #[arg(long, default_value_t = 0, value_name = "MS", value_parser = clap::value_parser!(u32).range(0..=60000))]
+    #[arg(allow_negative_numbers = true, long, default_value_t = 0, value_name = "MS", value_parser = clap::value_parser!(u32).range(0..=60000))]
     pub idle_ms: u32,
 }
 

@@ -163,8 +163,9 @@ pub fn check_load(load_on: impl Fn(u64) -> Load, subject: &str, hint: &str) -> R
     }
 }
 
-/// Memory the process may still take: `DASHC_MEMORY_AVAILABLE` if set, else MemAvailable of `/proc/meminfo`
-/// (Linux); `None` where neither says.
+/// Memory the process may still take: `DASHC_MEMORY_AVAILABLE` if set, else the smaller of MemAvailable of
+/// `/proc/meminfo` and the headroom of the process's memory cgroup and its ancestors (a container's limit; Linux);
+/// `None` where none of them says.
 pub fn available_bytes() -> Result<Option<u64>> {
     if let Ok(text) = std::env::var(AVAILABLE_OVERRIDE) {
         return match text.trim().parse::<u64>() {
@@ -172,7 +173,12 @@ pub fn available_bytes() -> Result<Option<u64>> {
             Err(_) => Err(bad_input(format!("{AVAILABLE_OVERRIDE} must be a number of bytes (got '{text}')"))),
         };
     }
-    Ok(std::fs::read_to_string("/proc/meminfo").ok().as_deref().and_then(mem_available))
+    let machine = std::fs::read_to_string("/proc/meminfo").ok().as_deref().and_then(mem_available);
+    let cgroup = std::fs::read_to_string("/proc/self/cgroup").ok().as_deref().and_then(cgroup_headroom);
+    Ok(match (machine, cgroup) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    })
 }
 
 /// MemAvailable of a `/proc/meminfo` text, in bytes.
@@ -185,6 +191,84 @@ fn mem_available(meminfo: &str) -> Option<u64> {
         None => Some(value),
         Some(_) => None,
     }
+}
+
+/// The files of one memory cgroup: its limit, its usage, and its statistics (for the reclaimable page cache).
+#[derive(Debug, PartialEq, Eq)]
+struct CgroupFiles {
+    dir: String,
+    limit: &'static str,
+    usage: &'static str,
+    inactive_file_key: &'static str,
+}
+
+/// The memory cgroup directories of a `/proc/self/cgroup` text, the process's own first, then each ancestor up
+/// to the mount's root: a limit set on any of them binds. cgroup v1's `memory` controller is preferred to the v2
+/// unified line (`0::`) when both appear; either way the path is taken under the usual mount point.
+fn cgroup_dirs(proc_self_cgroup: &str) -> Vec<CgroupFiles> {
+    let mut v1 = None;
+    let mut v2 = None;
+    for line in proc_self_cgroup.lines() {
+        let mut fields = line.splitn(3, ':');
+        let (Some(_), Some(controllers), Some(path)) = (fields.next(), fields.next(), fields.next()) else {
+            continue;
+        };
+        if controllers.split(',').any(|c| c == "memory") {
+            v1 = Some(path);
+        } else if controllers.is_empty() {
+            v2 = Some(path);
+        }
+    }
+    let (root, limit, usage, inactive_file_key, path) = match (v1, v2) {
+        (Some(path), _) => {
+            ("/sys/fs/cgroup/memory", "memory.limit_in_bytes", "memory.usage_in_bytes", "total_inactive_file", path)
+        }
+        (None, Some(path)) => ("/sys/fs/cgroup", "memory.max", "memory.current", "inactive_file", path),
+        (None, None) => return Vec::new(),
+    };
+    let mut dirs = Vec::new();
+    let mut path = path.trim_end_matches('/');
+    loop {
+        dirs.push(CgroupFiles { dir: format!("{root}{path}"), limit, usage, inactive_file_key });
+        match path.rfind('/') {
+            Some(cut) => path = &path[..cut],
+            None => break,
+        }
+    }
+    dirs
+}
+
+/// Limits at or above this are no limit (cgroup v1 writes "unlimited" as a page-rounded 2^63 - 1).
+const UNLIMITED: u64 = 1 << 60;
+
+/// What one cgroup still allows: its limit less its working set (usage less the inactive page cache, which the
+/// kernel reclaims before it kills anything), `None` if it has no limit or its files do not say.
+fn headroom(limit: &str, usage: &str, stat: Option<&str>, inactive_file_key: &str) -> Option<u64> {
+    let limit: u64 = limit.trim().parse().ok()?; // "max" (v2): no limit
+    if limit >= UNLIMITED {
+        return None;
+    }
+    let usage: u64 = usage.trim().parse().ok()?;
+    let inactive_file = stat
+        .and_then(|stat| {
+            stat.lines().find_map(|line| {
+                let (key, value) = line.split_once(' ')?;
+                (key == inactive_file_key).then(|| value.trim().parse::<u64>().ok()).flatten()
+            })
+        })
+        .unwrap_or(0);
+    Some(limit.saturating_sub(usage.saturating_sub(inactive_file)))
+}
+
+/// The least headroom of the process's memory cgroup and its ancestors, `None` where none has a limit.
+fn cgroup_headroom(proc_self_cgroup: &str) -> Option<u64> {
+    cgroup_dirs(proc_self_cgroup)
+        .iter()
+        .filter_map(|files| {
+            let read = |name: &str| std::fs::read_to_string(format!("{}/{name}", files.dir)).ok();
+            headroom(&read(files.limit)?, &read(files.usage)?, read("memory.stat").as_deref(), files.inactive_file_key)
+        })
+        .min()
 }
 
 /// Bytes for a message, in decimal units: "85 GB", "2.7 GB", "300 MB".
@@ -254,5 +338,46 @@ mod tests {
         assert_eq!(mem_available(meminfo), Some(24_011_252 * 1024));
         assert_eq!(mem_available("MemTotal: 5 kB\n"), None);
         assert_eq!(mem_available("MemAvailable: lots\n"), None);
+    }
+
+    #[test]
+    fn cgroup_dirs_walk_from_the_process_up_to_the_root() {
+        let v1 = "5:devices:/\n4:memory:/box/job\n0::/\n";
+        let dirs: Vec<_> = cgroup_dirs(v1).into_iter().map(|f| (f.dir, f.limit)).collect();
+        assert_eq!(
+            dirs,
+            [
+                ("/sys/fs/cgroup/memory/box/job".to_string(), "memory.limit_in_bytes"),
+                ("/sys/fs/cgroup/memory/box".to_string(), "memory.limit_in_bytes"),
+                ("/sys/fs/cgroup/memory".to_string(), "memory.limit_in_bytes"),
+            ]
+        );
+        let v2: Vec<_> = cgroup_dirs("0::/user.slice/a.scope\n").into_iter().map(|f| (f.dir, f.usage)).collect();
+        assert_eq!(
+            v2,
+            [
+                ("/sys/fs/cgroup/user.slice/a.scope".to_string(), "memory.current"),
+                ("/sys/fs/cgroup/user.slice".to_string(), "memory.current"),
+                ("/sys/fs/cgroup".to_string(), "memory.current"),
+            ]
+        );
+        // A namespaced container sees its own cgroup as the root; v1 lists memory among other controllers.
+        let root: Vec<_> = cgroup_dirs("3:cpu,memory:/\n").into_iter().map(|f| f.dir).collect();
+        assert_eq!(root, ["/sys/fs/cgroup/memory"]);
+        assert!(cgroup_dirs("").is_empty());
+    }
+
+    #[test]
+    fn cgroup_headroom_is_the_limit_less_the_working_set() {
+        let stat = "cache 500\ntotal_inactive_file 300\ninactive_file 100\n";
+        assert_eq!(headroom("10000\n", "2000\n", Some(stat), "total_inactive_file"), Some(8300));
+        assert_eq!(headroom("10000", "2000", Some(stat), "inactive_file"), Some(8100));
+        assert_eq!(headroom("10000", "2000", None, "inactive_file"), Some(8000));
+        // Over the limit (usage can pass it briefly): nothing left, not an overflow.
+        assert_eq!(headroom("1000", "5000", None, "inactive_file"), Some(0));
+        // No limit: v2 writes "max", v1 a page-rounded 2^63 - 1.
+        assert_eq!(headroom("max\n", "2000", None, "inactive_file"), None);
+        assert_eq!(headroom("9223372036854771712", "2000", None, "total_inactive_file"), None);
+        assert_eq!(headroom("10000", "lots", None, "inactive_file"), None);
     }
 }

@@ -99,10 +99,8 @@ impl Setup {
         let search = SearchRequest::from_args(a, wants_search)?;
         let mask = build_mask(a)?;
         let (spec, sms) = if a.ideal {
+            // clap bounds --tiles to 1.. .
             let n = a.tiles.ok_or_else(|| bad_input("--ideal needs --tiles N"))?;
-            if n == 0 {
-                return Err(bad_input("--tiles must be at least 1 (got 0)"));
-            }
             if !matches!(a.mask, MaskArg::Full | MaskArg::Causal) {
                 return Err(bad_input("--ideal is defined for --mask full or causal only"));
             }

@@ -57,7 +57,14 @@ struct BenchJson<'a> {
 
 pub fn run(args: BenchArgs) -> Result<()> {
     // Bad flags answer before the GPU probe; the launch default depends on the main loop, known after it.
-    Plan::from_args(&args.configs)?;
+    // A shape no kernel supports (a head dim) is bad input whatever the machine has.
+    let early = Plan::from_args(&args.configs)?;
+    for c in &early.configs {
+        let setup = early.setup(c)?;
+        for deterministic in [true, false] {
+            crate::gpu::check_kernel_support(&setup.problem, &setup.mask, deterministic)?;
+        }
+    }
     let round_numbers = args.rounds.numbers()?;
     let nvcc = find_nvcc()?;
     let device = probe_device()?;

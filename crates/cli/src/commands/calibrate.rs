@@ -124,6 +124,10 @@ pub fn run(args: CalibrateArgs) -> Result<()> {
             (Source::Kept { dir: dir.clone(), gpu_name }, arch.main_loop())
         }
         None => {
+            // A shape no kernel supports (a head dim) is bad input whatever the machine has.
+            for (_, schedule) in &jobs {
+                crate::gpu::check_kernel_support(schedule.problem(), schedule.mask(), true)?;
+            }
             let nvcc = find_nvcc()?;
             let device = probe_device()?;
             let target = Target::for_device(args.gpu.arch, &device)?;

@@ -22,10 +22,6 @@ const TASK_LIMIT: u64 = 2_000_000;
 
 pub fn run(args: GanttArgs) -> Result<()> {
     Format::of(&args.out)?;
-    plot::check_side("--width", args.width)?;
-    if let Some(h) = args.height {
-        plot::check_side("--height", h)?;
-    }
     let names = args.compare.as_deref().map(compare_list).transpose()?;
     if args.timeline.is_empty() {
         let file = simulate(&args.shape, names.as_deref())?;

@@ -50,13 +50,6 @@ impl Format {
 pub const MIN_SIDE: u32 = 320;
 pub const MAX_SIDE: u32 = 16_000;
 
-pub fn check_side(flag: &str, px: u32) -> Result<()> {
-    if !(MIN_SIDE..=MAX_SIDE).contains(&px) {
-        return Err(bad_input(format!("{flag} {px} is outside {MIN_SIDE}..={MAX_SIDE} pixels")));
-    }
-    Ok(())
-}
-
 /// A chart that knows its size and can draw itself on any plotters backend.
 pub trait Figure {
     fn size(&self) -> (u32, u32);

@@ -50,8 +50,18 @@ fn mask_flags_are_checked() {
     fails_with(
         &["bounds", "--mask", "document", "--seqlen", "4096", "--doc-lens", "4096,0"],
         2,
-        "document 2 (counting from 1) has length 0",
+        "invalid value '0' for '--doc-lens <LENS>': 0 is not in 1..=4294967295",
     );
+    // Negative values are values out of range, not unknown flags.
+    for (flags, message) in [
+        (&["bounds", "--mask", "document", "--doc-lens", "-3"][..], "invalid value '-3' for '--doc-lens <LENS>'"),
+        (&["bounds", "--block-m", "-1"][..], "-1 is not in 1..=4294967295"),
+        (&["bounds", "--block-n", "0"][..], "0 is not in 1..=4294967295"),
+        (&["bench", "--idle-ms", "-1"][..], "-1 is not in 0..=60000"),
+        (&["gantt", "-o", "g.png", "--height", "-1"][..], "-1 is not in 320..=16000"),
+    ] {
+        fails_with(flags, 2, message);
+    }
     fails_with(&["bounds", "--mask", "full", "--window-left", "5"], 2, "only applies to --mask sliding-window");
     fails_with(&["bounds", "--mask", "sliding-window"], 2, "needs --window-left and/or --window-right");
 }
@@ -141,7 +151,11 @@ fn costs_and_budgets_beyond_their_range_are_refused() {
 #[test]
 fn ideal_flags_go_together() {
     fails_with(&["bounds", "--tiles", "8"], 2, "the following required arguments were not provided: --ideal");
-    fails_with(&["bounds", "--ideal", "--tiles", "0"], 2, "--tiles must be at least 1 (got 0)");
+    fails_with(
+        &["bounds", "--ideal", "--tiles", "0"],
+        2,
+        "invalid value '0' for '--tiles <N>': 0 is not in 1..=4294967295",
+    );
     // What --ideal sets itself is not also taken from the command line (it would be silently overridden).
     for flag in ["--sms", "--seqlen", "--batch", "--block-m"] {
         fails_with(
@@ -173,6 +187,10 @@ fn gpu_command_inputs_are_checked_before_any_probe() {
         2,
         "head dim 96 is not supported",
     );
+    // bench and calibrate run families of shapes: a head dim no kernel has is refused before nvcc is looked for.
+    for command in ["bench", "calibrate"] {
+        fails_with(&[command, "--head-dims", "96", "--hidden", "1536"], 2, "head dim 96 is not supported");
+    }
     let dir = std::env::temp_dir().join(format!("dashc-trace-dir-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     fails_with(&["run", "--seqlen", "1024", "--schedule", "spt", "--trace", dir.to_str().unwrap()], 2, "cannot write");

@@ -76,6 +76,21 @@ fn validate_and_trace_requests_fail_cleanly_without_gpu_work() {
     let costs = fixture();
     fails_with(&["validate", "--costs", &costs, "--doc", "report.txt"], 2, "ending in .md");
     fails_with(
+        &[
+            "validate",
+            "--costs",
+            &costs,
+            "--head-dims",
+            "96",
+            "--hidden",
+            "1536",
+            "--doc",
+            "/tmp/dashc-never-written.md",
+        ],
+        2,
+        "has no entry for head dim 96",
+    );
+    fails_with(
         &["run", "--seqlen", "1024", "--schedule", "all", "--trace", "t.json"],
         2,
         "exactly one built-in schedule",

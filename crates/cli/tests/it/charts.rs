@@ -204,7 +204,7 @@ fn bad_gantt_input_is_one_line_and_exit_2() {
     fails(with(&["-o", "/nonexistent/dir/chart.png"]), "cannot write /nonexistent/dir/chart.png");
     fails(with(&["-o", "c.png", "--compare", " , "]), "--compare is empty");
     fails(with(&["-o", "c.png", "--compare", "naive", "--schedule", "shift"]), "--compare and --schedule both choose");
-    fails(with(&["-o", "c.png", "--width", "10"]), "--width 10 is outside 320..=16000 pixels");
+    fails(with(&["-o", "c.png", "--width", "10"]), "invalid value '10' for '--width <PX>': 10 is not in 320..=16000");
     fails(with(&["-o", "c.png", "--height", "330", "--compare", "naive,descending,spt,shift"]), "--height 330 leaves");
 
     // Timeline files: unreadable, not JSON, wrong format, defects inside; shape flags do not go with them.
