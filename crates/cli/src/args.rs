@@ -168,7 +168,7 @@ pub struct ShapeArgs {
     #[arg(long, default_value = "all", value_name = "NAME")]
     pub schedule: String,
     /// Evaluate the schedule in FILE (docs/schedule-file.md) instead; it must be for this shape, mask and machine
-    #[arg(long, value_name = "FILE", conflicts_with = "schedule")]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["schedule", "split_tail"])]
     pub schedule_file: Option<PathBuf>,
     /// Also evaluate each built-in schedule with its last, partial pass split over all SMs (name +split;
     /// docs/model.md "Split tail"): its columns' dK/dV partials are summed after the main loop (sm90 only;
@@ -182,8 +182,8 @@ pub struct ShapeArgs {
     /// (the shape and machine flags it sets are refused beside it)
     #[arg(long, requires = "tiles", conflicts_with_all = IDEAL_SETS)]
     pub ideal: bool,
-    /// With --ideal: tiles per head N (also the number of SMs)
-    #[arg(allow_negative_numbers = true, long, value_name = "N", requires = "ideal", value_parser = at_least_one())]
+    /// With --ideal: tiles per head N, 1 to 4096 (also the number of SMs)
+    #[arg(allow_negative_numbers = true, long, value_name = "N", requires = "ideal", value_parser = sms_range())]
     pub tiles: Option<u32>,
 
     #[command(flatten)]
@@ -272,7 +272,8 @@ pub struct SimulateArgs {
     /// Print a line per SM, not only the summary
     #[arg(long)]
     pub per_sm: bool,
-    /// Write the simulated timeline(s) as JSON to FILE (see docs/timeline-format.md)
+    /// Write the simulated timeline(s) as JSON to FILE (see docs/timeline-format.md); `-` prints it to stdout in
+    /// place of the table
     #[arg(long, value_name = "FILE")]
     pub timeline: Option<PathBuf>,
     /// Write the schedule to FILE as JSON (docs/schedule-file.md); needs a single schedule (with --split-tail, its
@@ -311,7 +312,7 @@ pub struct GanttArgs {
 }
 
 /// The simulation flags that a timeline file replaces.
-const GANTT_SHAPE_FLAGS: [&str; 38] = [
+const GANTT_SHAPE_FLAGS: [&str; 39] = [
     "batch",
     "heads",
     "kv_heads",
@@ -350,6 +351,7 @@ const GANTT_SHAPE_FLAGS: [&str; 38] = [
     "unit_finish",
     "dkv_reduce",
     "costs",
+    "split_tail",
 ];
 
 /// A family of configurations (the DASH paper's 24 by default) and the flags they share; used by `sweep`

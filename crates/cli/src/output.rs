@@ -244,6 +244,17 @@ pub fn check_writable(path: &Path) -> Result<()> {
     Ok(())
 }
 
+/// `check_writable` for each output path given, before any work: a command that fails at its last file after
+/// minutes of work, having written the others, leaves a half-done result. `-` (stdout) is not a path.
+pub fn check_outputs<'a>(paths: impl IntoIterator<Item = Option<&'a Path>>) -> Result<()> {
+    for path in paths.into_iter().flatten() {
+        if path.as_os_str() != "-" {
+            check_writable(path)?;
+        }
+    }
+    Ok(())
+}
+
 /// Writes `text` to `path`, turning an unwritable path into a bad-input error.
 pub fn write_file(path: &Path, text: &str) -> Result<()> {
     fs::write(path, text).map_err(|e| bad_input(format!("cannot write {}: {e}", path.display())))

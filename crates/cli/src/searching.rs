@@ -247,7 +247,7 @@ pub fn check_save(setup: &Setup, save: Option<&Path>) -> Result<()> {
              --schedule search)"
         )));
     }
-    Ok(())
+    crate::output::check_outputs([save])
 }
 
 /// A schedule file for `--save-schedule`, kept beside an outcome: the schedule's name, for the message, and the

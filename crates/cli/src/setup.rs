@@ -99,7 +99,7 @@ impl Setup {
         let search = SearchRequest::from_args(a, wants_search)?;
         let mask = build_mask(a)?;
         let (spec, sms) = if a.ideal {
-            // clap bounds --tiles to 1.. .
+            // clap bounds --tiles to 1..=MAX_SMS: it is the number of SMs too.
             let n = a.tiles.ok_or_else(|| bad_input("--ideal needs --tiles N"))?;
             if !matches!(a.mask, MaskArg::Full | MaskArg::Causal) {
                 return Err(bad_input("--ideal is defined for --mask full or causal only"));
@@ -162,6 +162,13 @@ impl Setup {
             calibrated = Some(Calibrated { gpu: file.gpu.clone(), path: path.clone(), fit: entry.fit.clone() });
         }
         costs.check()?;
+        // A tile's compute is the time every prediction is counted in: at 0 every makespan is 0, and the gaps
+        // and the search's heads-in-flight limit (taken from the built-ins' timelines) mean nothing.
+        if costs.compute <= 0.0 {
+            return Err(bad_input(
+                "cost compute must be above 0: it is one full tile's time, which every prediction counts in",
+            ));
+        }
         let launch = crate::args::launch_or_in_order(a.launch);
         // Building the tile mask takes tens of bytes per tile of one head; a long enough sequence alone exhausts
         // memory, so see that it fits before building it.
@@ -169,7 +176,11 @@ impl Setup {
             memory::tile_mask_build_bytes(mask.active_tiles_at_most(&problem)),
             "this problem",
             "its tile mask",
-            "use a shorter --seqlen or larger tiles (--block-m, --block-n)",
+            if a.ideal {
+                "use a smaller --tiles"
+            } else {
+                "use a shorter --seqlen or larger tiles (--block-m, --block-n)"
+            },
         )?;
         // A mask of hundreds of millions of tiles takes a while (270 million: 15 s).
         let bar = if progress { progress::spinner() } else { ProgressBar::hidden() };
@@ -208,6 +219,38 @@ impl Setup {
         }
     }
 
+    /// Whether `kind` applies to the problem, its refusal's hint in the terms of the flags that set the problem
+    /// (`--ideal` sets the KV tiles with --tiles, not --seqlen-k or --block-n).
+    fn check_applicable(&self, kind: schedulers::ScheduleKind) -> std::result::Result<(), schedulers::ScheduleError> {
+        kind.check_applicable(&self.problem, &self.mask).map_err(|e| match e {
+            schedulers::ScheduleError::NotApplicable { schedule, needs, .. }
+                if self.ideal && needs.contains("kv tiles") =>
+            {
+                schedulers::ScheduleError::NotApplicable {
+                    schedule,
+                    needs,
+                    got: format!("--tiles {}", self.problem.n_tiles()),
+                    hint: "use an even --tiles, or descending",
+                }
+            }
+            other => other,
+        })
+    }
+
+    /// Why `split_tail` left `schedule` whole.
+    fn why_no_split(&self, schedule: &schedulers::Schedule) -> String {
+        let sms = self.machine.sms as usize;
+        if self.problem.group() > 1 {
+            "nothing to split: grouped-query heads keep every KV column whole (their dK/dV adds are chained per query \
+             head)"
+                .to_string()
+        } else if schedule.units().len().is_multiple_of(sms) {
+            format!("nothing to split: its {} units fill their last pass on {sms} SMs", schedule.units().len())
+        } else {
+            "nothing to split: its last pass cannot be cut into one share per SM".to_string()
+        }
+    }
+
     /// The requested built-ins that apply to the problem (the others are skipped, or refused, before any work).
     pub fn applicable_builtins(&self) -> u64 {
         self.schedules.iter().filter(|kind| kind.check_applicable(&self.problem, &self.mask).is_ok()).count() as u64
@@ -236,7 +279,11 @@ impl Setup {
         memory::check_load(
             |threads| self.memory_load(threads, keeps),
             "this problem",
-            "use a shorter --seqlen or fewer heads/batch",
+            if self.ideal {
+                "use a smaller --tiles or fewer --heads"
+            } else {
+                "use a shorter --seqlen or fewer heads/batch"
+            },
         )
     }
 
@@ -275,7 +322,7 @@ impl Setup {
             .schedules
             .par_iter()
             .map(|&kind| {
-                if let Err(reason) = kind.check_applicable(&self.problem, &self.mask) {
+                if let Err(reason) = self.check_applicable(kind) {
                     if self.all {
                         return Ok(vec![Outcome::Skipped { schedule: kind.name(), reason: reason.to_string() }]);
                     }
@@ -290,9 +337,14 @@ impl Setup {
                 } else {
                     None
                 };
+                // Where there is nothing to split, say why in the split version's place.
+                let no_split = (self.split_tail && split.is_none()).then(|| self.why_no_split(&schedule));
                 let mut done = vec![Outcome::Done(keep(evaluate(schedule, &self.costs, record_timeline)?))];
                 if let Some(split) = split {
                     done.push(Outcome::Done(keep(evaluate(split, &self.costs, record_timeline)?)));
+                }
+                if let Some(reason) = no_split {
+                    done.push(Outcome::Skipped { schedule: kind.split_name(), reason });
                 }
                 Ok(done)
             })

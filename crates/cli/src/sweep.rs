@@ -213,6 +213,8 @@ pub struct Row {
 /// Everything a sweep produced.
 pub struct SweepResult {
     pub rows: Vec<Row>,
+    /// The schedules some configurations skipped (not applicable, or no split tail to make).
+    pub skipped: Vec<Skipped>,
     /// Schedules in the order first seen, for legends and columns.
     pub schedules: Vec<String>,
     pub configs: Vec<Config>,
@@ -221,6 +223,27 @@ pub struct SweepResult {
     pub machine: Machine,
     pub costs: CostModel,
     pub time_unit: &'static str,
+}
+
+/// A schedule that some configurations of a sweep skipped.
+#[derive(Debug, Clone)]
+pub struct Skipped {
+    pub schedule: String,
+    pub configurations: usize,
+    /// The first skipping configuration's reason (the others differ at most in the values they quote).
+    pub first_reason: String,
+}
+
+/// The lines that say which schedules were skipped where, for under the table.
+pub fn skipped_lines(result: &SweepResult) -> String {
+    let total = result.configs.len();
+    result
+        .skipped
+        .iter()
+        .map(|s| {
+            format!("{}: skipped in {} of {total} configurations: {}\n", s.schedule, s.configurations, s.first_reason)
+        })
+        .collect()
 }
 
 /// TFLOPS of `flops` done in `makespan`, when the time unit is a real one.
@@ -261,7 +284,7 @@ pub fn run(plan: &Plan) -> Result<SweepResult> {
     };
     // Calibrated costs (--costs) are in microseconds, which gives the TFLOPS column.
     let time_unit = if plan.base.costs.costs.is_some() { "us" } else { UNCALIBRATED };
-    let per_config: Vec<Vec<Row>> = plan
+    let per_config: Vec<ConfigOutcome> = plan
         .configs
         .par_iter()
         .map(|c| {
@@ -273,7 +296,18 @@ pub fn run(plan: &Plan) -> Result<SweepResult> {
         })
         .collect::<Result<_>>()?;
     bar.finish_and_clear();
-    let rows: Vec<Row> = per_config.into_iter().flatten().collect();
+    // Skipped schedules, in the order first seen: how many configurations skipped each, and the first reason.
+    let mut skipped: Vec<Skipped> = Vec::new();
+    let mut rows: Vec<Row> = Vec::new();
+    for (config_rows, config_skips) in per_config {
+        rows.extend(config_rows);
+        for (schedule, reason) in config_skips {
+            match skipped.iter_mut().find(|s| s.schedule == schedule) {
+                Some(s) => s.configurations += 1,
+                None => skipped.push(Skipped { schedule, configurations: 1, first_reason: reason }),
+            }
+        }
+    }
     if rows.is_empty() {
         return Err(bad_input("no schedule in --schedules applies to any configuration of the sweep"));
     }
@@ -293,23 +327,29 @@ pub fn run(plan: &Plan) -> Result<SweepResult> {
         machine: first.machine,
         costs: first.costs,
         time_unit,
+        skipped,
     })
 }
 
-fn evaluate(plan: &Plan, c: &Config, time_unit: &str) -> Result<Vec<Row>> {
+/// A configuration's rows, and the schedules it skipped with their reasons.
+type ConfigOutcome = (Vec<Row>, Vec<(String, String)>);
+
+/// A configuration's rows, and the schedules it skipped with their reasons.
+fn evaluate(plan: &Plan, c: &Config, time_unit: &str) -> Result<ConfigOutcome> {
     let setup = plan.setup(c)?;
     let outcomes = setup.evaluate_each(false, |e| (e.schedule.name().to_string(), e.summary()))?;
-    let done: Vec<_> = outcomes
-        .into_iter()
-        .filter_map(|o| match o {
-            Outcome::Done(d) => Some(d),
-            Outcome::Skipped { .. } => None,
-        })
-        .collect();
+    let mut done = Vec::new();
+    let mut skipped = Vec::new();
+    for outcome in outcomes {
+        match outcome {
+            Outcome::Done(d) => done.push(d),
+            Outcome::Skipped { schedule, reason } => skipped.push((schedule.to_string(), reason)),
+        }
+    }
     let bound = done.iter().map(|(_, s)| s.best_bound).fold(f64::INFINITY, f64::min);
     let naive = done.iter().find(|(name, _)| name == "naive").map(|(_, s)| s.makespan);
     let flops = backward_flops(c);
-    Ok(done
+    let rows = done
         .into_iter()
         .map(|(schedule, s)| Row {
             mask: mask_name(c.mask),
@@ -330,7 +370,8 @@ fn evaluate(plan: &Plan, c: &Config, time_unit: &str) -> Result<Vec<Row>> {
             tflops: tflops(flops, s.makespan, time_unit),
             heads_in_flight: s.heads_in_flight,
         })
-        .collect())
+        .collect();
+    Ok((rows, skipped))
 }
 
 /// The rows as a text table; the TFLOPS column appears once costs are calibrated.

@@ -56,6 +56,19 @@ impl ScheduleKind {
         }
     }
 
+    /// The name of this schedule's split-tail version (`name()` + `split::SPLIT_SUFFIX`).
+    pub fn split_name(self) -> &'static str {
+        match self {
+            ScheduleKind::Naive => "naive+split",
+            ScheduleKind::Descending => "descending+split",
+            ScheduleKind::Spt => "spt+split",
+            ScheduleKind::Shift => "shift+split",
+            ScheduleKind::SymmetricShift => "symmetric-shift+split",
+            ScheduleKind::SpreadShift => "spread-shift+split",
+            ScheduleKind::SpreadSymmetricShift => "spread-symmetric-shift+split",
+        }
+    }
+
     /// Whether the schedule is defined for this problem and mask; the error says why not and what to do.
     pub fn check_applicable(self, problem: &Problem, mask: &Mask) -> Result<(), ScheduleError> {
         match self {

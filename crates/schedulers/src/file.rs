@@ -65,7 +65,10 @@ pub struct ScheduleFile {
 /// Why a schedule file cannot be used. Messages read as a predicate of "schedule file PATH ...".
 #[derive(Debug, Clone, PartialEq, Error)]
 pub enum ScheduleFileError {
-    #[error("is not a dashc schedule file (format {found:?}, expected \"{FILE_FORMAT}\")")]
+    #[error("is not a dashc schedule file ({}, expected \"{FILE_FORMAT}\")", match found {
+        Some(format) => format!("its format is \"{format}\""),
+        None => "it has no format field".to_string(),
+    })]
     Format { found: Option<String> },
     #[error("has schema_version {found}, but this dashc reads version {FILE_SCHEMA_VERSION}")]
     Version { found: u32 },

@@ -17,34 +17,46 @@ pub fn run(args: CodegenArgs) -> Result<()> {
     if requested != 1 {
         return Err(bad_input("codegen renders one schedule: pick it with --schedule NAME (or --schedule-file FILE)"));
     }
-    let mut outcomes = setup.evaluate_each(false, |e| {
+    let outcomes = setup.evaluate_each(false, |e| {
         let makespan = e.makespan();
         (e.schedule, makespan)
     })?;
-    // With --split-tail the split version comes last (where it splits anything) and is the one rendered.
-    let (schedule, makespan) = match outcomes.pop() {
-        Some(Outcome::Done(s)) => s,
-        Some(Outcome::Skipped { reason, .. }) => return Err(bad_input(reason)),
-        None => return Err(bad_input("no schedule was selected")),
-    };
-    if setup.split_tail {
-        match outcomes.pop() {
-            Some(Outcome::Done((unsplit, before))) => println!(
-                "split tail: predicted makespan {} against {} for {}{}",
-                crate::output::num(makespan),
-                crate::output::num(before),
-                unsplit.name(),
-                if makespan > before { " (the model predicts the split slower)" } else { "" }
-            ),
-            _ => println!("split tail: nothing to split (the last pass is full, or it cannot stay one share per SM)"),
+    // With --split-tail the schedule is followed by its split version, which is the one rendered, or by the
+    // reason there is none.
+    let mut done = Vec::new();
+    let mut no_split = None;
+    for outcome in outcomes {
+        match outcome {
+            Outcome::Done(s) => done.push(s),
+            Outcome::Skipped { schedule, reason } if schedule.ends_with(schedulers::SPLIT_SUFFIX) => {
+                no_split = Some(reason)
+            }
+            Outcome::Skipped { reason, .. } => return Err(bad_input(reason)),
         }
     }
+    let Some((schedule, makespan)) = done.pop() else {
+        return Err(bad_input("no schedule was selected"));
+    };
+    // Said once the program is written: nothing goes to stdout before a refusal.
+    let split_note = setup.split_tail.then(|| match (done.pop(), no_split) {
+        (Some((unsplit, before)), _) => format!(
+            "split tail: predicted makespan {} against {} for {}{}",
+            crate::output::num(makespan),
+            crate::output::num(before),
+            unsplit.name(),
+            if makespan > before { " (the model predicts the split slower)" } else { "" }
+        ),
+        (None, reason) => format!("split tail: {}", reason.unwrap_or_else(|| "nothing to split".to_string())),
+    });
     let target = Target::for_codegen(args.arch);
     let config = kernel_config(&setup.problem, &setup.mask, !args.nondeterministic, &target)?;
     let target = target.with_headers()?;
     let generated =
         generate(&schedule, &config, &Templates::embedded(), &target.env).map_err(|e| bad_input(e.to_string()))?;
     write_generated(&args.out, &generated)?;
+    if let Some(note) = split_note {
+        println!("{note}");
+    }
     // The rendered files and nvcc-command.txt.
     let written = generated.files.len() + 1;
     println!("wrote {written} files for {} ({}) to {}", schedule.name(), config, args.out.display());

@@ -22,6 +22,7 @@ const TASK_LIMIT: u64 = 2_000_000;
 
 pub fn run(args: GanttArgs) -> Result<()> {
     Format::of(&args.out)?;
+    crate::output::check_outputs([Some(args.out.as_path())])?;
     let names = args.compare.as_deref().map(compare_list).transpose()?;
     if args.timeline.is_empty() {
         let file = simulate(&args.shape, names.as_deref())?;
@@ -42,6 +43,12 @@ fn compare_list(text: &str) -> Result<Vec<String>> {
     let names: Vec<String> = text.split(',').map(str::trim).filter(|s| !s.is_empty()).map(String::from).collect();
     if names.is_empty() {
         return Err(bad_input("--compare is empty: give schedule names, e.g. --compare naive,shift"));
+    }
+    if names.iter().any(|n| n == "all") {
+        return Err(bad_input(
+            "--compare names schedules, and 'all' is none: leave --compare out to draw every schedule, or list them, \
+             e.g. --compare naive,shift",
+        ));
     }
     Ok(names)
 }

@@ -106,6 +106,9 @@ fn gantt_args(flags: &[&str], out: &Path) -> Result<GanttArgs> {
 pub fn run(args: ReportArgs) -> Result<()> {
     let dir = &args.out;
     fs::create_dir_all(dir).map_err(|e| bad_input(format!("cannot create report folder {}: {e}", dir.display())))?;
+    let files = ["sweep.csv", "sweep.json", "sweep.png", "report.md"].into_iter().chain(GANTTS.iter().map(|g| g.file));
+    let paths: Vec<std::path::PathBuf> = files.map(|f| dir.join(f)).collect();
+    crate::output::check_outputs(paths.iter().map(|p| Some(p.as_path())))?;
 
     let plan = Plan::from_args(&sweep_args()?.configs)?;
     let result = sweep::run(&plan)?;

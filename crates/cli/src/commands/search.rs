@@ -104,6 +104,7 @@ pub fn run(args: SearchArgs) -> Result<()> {
              `dashc bounds --schedule all,search --split-tail` with the same shape",
         ));
     }
+    crate::output::check_outputs([args.save_schedule.as_deref()])?;
     let mut shape = args.shape.clone();
     if shape.search.budget_secs.is_none() && shape.search.iterations.is_none() {
         shape.search.budget_secs = Some(DEFAULT_SEARCH_SECS);
@@ -238,7 +239,15 @@ pub fn run(args: SearchArgs) -> Result<()> {
     };
     let seeds_flag = if args.no_builtin_seeds { " --no-builtin-seeds" } else { "" };
     if !result.searched {
-        println!("  nothing was searched: no start kept to the limit on heads in flight ({limit_flag})");
+        // What a search would need: the fewest heads any start has (a built-in as built is a result, not a start).
+        let fewest = result.seeds.iter().min_by_key(|s| s.heads_in_flight);
+        let needs = fewest.map_or(String::new(), |s| {
+            format!(
+                "; a search needs --max-heads-in-flight {} or more (its fewest start: {})",
+                s.heads_in_flight, s.name
+            )
+        });
+        println!("  nothing was searched: no start kept to the limit on heads in flight ({limit_flag}){needs}");
     } else if result.iterations == 0 {
         println!("  the budget ended before the first round: the result is the best start");
     } else {

@@ -59,6 +59,12 @@ pub fn run(args: SimulateArgs) -> Result<()> {
     }
     let save = args.save_schedule.as_deref();
     check_save(&setup, save)?;
+    // `--timeline -` prints the timeline to stdout in place of the table, as `sweep --json -` does.
+    let timeline_to_stdout = args.timeline.as_deref() == Some(std::path::Path::new("-"));
+    if timeline_to_stdout && args.json {
+        return Err(bad_input("--timeline - and --json both ask for stdout: give --timeline a file name"));
+    }
+    crate::output::check_outputs([args.timeline.as_deref()])?;
     if want_timeline || save.is_some() {
         // The timelines and the schedule file's text add to the schedules that `from_args` checked.
         setup.check_memory(Keeps { timelines: want_timeline, schedule_text: save.is_some() })?;
@@ -74,7 +80,12 @@ pub fn run(args: SimulateArgs) -> Result<()> {
             Outcome::Skipped { .. } => None,
         });
         let file = TimelineFile::predicted(&setup, schedules.collect());
-        write_file(path, &serde_json::to_string(&file)?)?;
+        let text = serde_json::to_string(&file)?;
+        if timeline_to_stdout {
+            println!("{text}");
+            return Ok(());
+        }
+        write_file(path, &text)?;
     }
     if args.json {
         return print_results_json("simulate", &setup, &outcomes);

@@ -25,6 +25,7 @@ pub fn run(args: SweepArgs) -> Result<()> {
     if to_stdout(&args.plot) {
         return Err(bad_input("--plot needs a file name ending in .png or .svg, not -"));
     }
+    crate::output::check_outputs([args.json.as_deref(), args.csv.as_deref(), args.plot.as_deref()])?;
     let plan = Plan::from_args(&args.configs)?;
     let result = sweep::run(&plan)?;
     let mut stdout_taken = false;
@@ -53,6 +54,7 @@ pub fn run(args: SweepArgs) -> Result<()> {
         print!("{}", sweep::preamble(&result));
         println!();
         print!("{}", sweep::table(&result));
+        print!("{}", sweep::skipped_lines(&result));
     }
     for (what, p) in [("json", &args.json), ("csv", &args.csv), ("plot", &args.plot)] {
         if let Some(p) = p.as_deref().filter(|p| *p != Path::new("-")) {

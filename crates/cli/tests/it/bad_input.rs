@@ -1,6 +1,6 @@
 //! Every user mistake: one line on stderr, exit code 2, no panic.
 
-use crate::common::fails_with;
+use crate::common::{dashc, fails_with, stdout};
 
 #[test]
 fn sizes_must_be_positive() {
@@ -151,11 +151,7 @@ fn costs_and_budgets_beyond_their_range_are_refused() {
 #[test]
 fn ideal_flags_go_together() {
     fails_with(&["bounds", "--tiles", "8"], 2, "the following required arguments were not provided: --ideal");
-    fails_with(
-        &["bounds", "--ideal", "--tiles", "0"],
-        2,
-        "invalid value '0' for '--tiles <N>': 0 is not in 1..=4294967295",
-    );
+    fails_with(&["bounds", "--ideal", "--tiles", "0"], 2, "invalid value '0' for '--tiles <N>': 0 is not in 1..=4096");
     // What --ideal sets itself is not also taken from the command line (it would be silently overridden).
     for flag in ["--sms", "--seqlen", "--batch", "--block-m"] {
         fails_with(
@@ -202,4 +198,65 @@ fn negative_numbers_are_values_not_flags() {
     // "--seqlen -5" once read as an unknown flag '-5'; it is a value out of range.
     fails_with(&["bounds", "--seqlen", "-5"], 2, "invalid value '-5' for '--seqlen <TOKENS>'");
     fails_with(&["bounds", "--compute", "-1"], 2, "cost compute must be a finite number from 0 to 1e9 (got -1)");
+}
+
+#[test]
+fn ideal_refusals_name_the_flags_ideal_takes() {
+    // --ideal sets the KV tiles and the SMs with --tiles: hints name it, not the flags it refuses beside it.
+    fails_with(
+        &["bounds", "--ideal", "--tiles", "7", "--heads", "4", "--mask", "causal", "--schedule", "symmetric-shift"],
+        2,
+        "symmetric-shift needs an even number of kv tiles (got --tiles 7); use an even --tiles, or descending",
+    );
+    fails_with(&["bounds", "--ideal", "--tiles", "5000"], 2, "5000 is not in 1..=4096");
+    fails_with(&["bounds", "--compute", "0"], 2, "cost compute must be above 0");
+}
+
+#[test]
+fn split_tail_is_refused_where_it_would_do_nothing_and_said_where_nothing_splits() {
+    fails_with(
+        &["bounds", "--schedule-file", "s.json", "--split-tail"],
+        2,
+        "the argument '--schedule-file <FILE>' cannot be used with '--split-tail'",
+    );
+    fails_with(
+        &["gantt", "-o", "g.png", "--timeline", "t.json", "--split-tail"],
+        2,
+        "the argument '--timeline <FILE>' cannot be used with '--split-tail'",
+    );
+    // Grouped-query heads keep their columns whole; 1056 units fill 8 passes of 132 SMs.
+    let gqa = dashc(&[
+        "simulate",
+        "--batch",
+        "4",
+        "--kv-heads",
+        "4",
+        "--seqlen",
+        "4096",
+        "--schedule",
+        "shift",
+        "--mask",
+        "full",
+        "--split-tail",
+    ]);
+    assert_eq!(gqa.status.code(), Some(0));
+    assert!(stdout(&gqa).contains("shift+split: skipped, nothing to split: grouped-query heads"), "{}", stdout(&gqa));
+    let full = dashc(&[
+        "bounds",
+        "--batch",
+        "1",
+        "--heads",
+        "33",
+        "--seqlen",
+        "4096",
+        "--schedule",
+        "shift",
+        "--mask",
+        "full",
+        "--split-tail",
+    ]);
+    assert!(
+        stdout(&full)
+            .contains("shift+split: skipped, nothing to split: its 1056 units fill their last pass on 132 SMs")
+    );
 }

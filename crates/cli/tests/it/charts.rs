@@ -541,3 +541,10 @@ fn a_segment_past_its_makespan_is_a_damaged_file() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn compare_all_is_refused_with_what_to_do() {
+    let out = dashc(&["gantt", "-o", "g.png", "--ideal", "--tiles", "4", "--heads", "2", "--compare", "all"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("leave --compare out to draw every schedule"), "{}", stderr(&out));
+}

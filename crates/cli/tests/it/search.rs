@@ -385,3 +385,35 @@ fn sweep_passes_the_limit_on_heads_in_flight_to_the_search() {
     assert!(default <= spt.max(6), "default search: {default} heads in flight, spt {spt}");
     assert_eq!(heads_of_search(&["--max-heads-in-flight", "any"]).1, 64);
 }
+
+#[test]
+fn a_limit_no_start_keeps_to_says_what_a_search_would_need() {
+    // Built-in naive keeps to 9 heads as built, but as a search start (arrival-order ranks) it runs 11 wide: at
+    // the default limit (the built-ins' 9) the result is naive unsearched, and the output says what to allow.
+    let shape = ["--batch", "2", "--seqlen", "4096", "--mask", "causal", "--schedule", "naive", "--iterations", "20"];
+    let out = dashc(&[&["search"][..], &shape[..]].concat());
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        stdout(&out).contains("nothing was searched: no start kept to the limit on heads in flight (--max-heads-in-flight 9); a search needs --max-heads-in-flight 11 or more"),
+        "{}",
+        stdout(&out)
+    );
+    fails_with(
+        &[&["search"][..], &shape[..], &["--max-heads-in-flight", "5"][..]].concat(),
+        2,
+        "allow at least 9, or 11 for a search to run from naive",
+    );
+}
+
+#[test]
+fn a_file_of_another_format_names_its_format() {
+    let dir = scratch("other-format");
+    let path = dir.join("costs-like.json");
+    std::fs::write(&path, r#"{"format": "dashc-costs", "schema_version": 1}"#).unwrap();
+    fails_with(
+        &["simulate", "--schedule-file", path.to_str().unwrap()],
+        2,
+        r#"is not a dashc schedule file (its format is "dashc-costs", expected "dashc-schedule")"#,
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

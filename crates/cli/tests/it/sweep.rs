@@ -194,3 +194,62 @@ fn a_dash_sends_the_json_or_the_csv_to_stdout_in_place_of_the_table() {
     fails_with(&[&small[..], &["--json", "-", "--csv", "-"]].concat(), 2, "both ask for stdout");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn outputs_are_checked_before_any_work_and_nothing_is_left_half_written() {
+    let dir = scratch("outputs-first");
+    let json = dir.join("f.json");
+    let missing = dir.join("no-such-folder").join("p.png");
+    let (json_s, missing_s) = (json.to_str().unwrap(), missing.to_str().unwrap());
+    fails_with(&["sweep", "--seqlens", "512", "--json", json_s, "--plot", missing_s], 2, "folder");
+    assert!(!json.exists(), "the JSON of a refused sweep was written");
+    // A folder where the timeline goes: the schedule file is not written either.
+    let saved = dir.join("s.json");
+    fails_with(
+        &[
+            "simulate",
+            "--seqlen",
+            "1024",
+            "--schedule",
+            "shift",
+            "--save-schedule",
+            saved.to_str().unwrap(),
+            "--timeline",
+            dir.to_str().unwrap(),
+        ],
+        2,
+        "Is a directory",
+    );
+    assert!(!saved.exists(), "the schedule file of a refused simulate was written");
+    fails_with(&["search", "--seqlen", "1024", "--budget-secs", "60", "--save-schedule", missing_s], 2, "folder");
+    let report = dir.join("report");
+    std::fs::create_dir_all(report.join("sweep.png")).unwrap();
+    fails_with(&["report", "--out", report.to_str().unwrap()], 2, "sweep.png");
+    assert!(!report.join("sweep.csv").exists() && !report.join("sweep.json").exists());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_skipped_schedule_is_named_under_the_table() {
+    let out = dashc(&["sweep", "--seqlens", "512", "--schedules", "shift,naive"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        stdout(&out).contains("shift: skipped in 2 of 4 configurations: shift needs a full mask (got mask causal)"),
+        "{}",
+        stdout(&out)
+    );
+}
+
+#[test]
+fn simulate_timeline_dash_prints_the_timeline_in_place_of_the_table() {
+    let out = dashc(&["simulate", "--ideal", "--tiles", "4", "--heads", "2", "--timeline", "-"]);
+    assert_eq!(out.status.code(), Some(0));
+    let json: Value = serde_json::from_str(&stdout(&out)).expect("stdout is the timeline JSON alone");
+    assert_eq!(json["format"], "dashc-timeline");
+    assert!(!std::path::Path::new("-").exists(), "a file named - was written");
+    fails_with(
+        &["simulate", "--ideal", "--tiles", "4", "--heads", "2", "--timeline", "-", "--json"],
+        2,
+        "both ask for stdout",
+    );
+}

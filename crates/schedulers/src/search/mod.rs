@@ -181,9 +181,15 @@ pub enum SearchError {
     SplitSeed { name: String },
     #[error(
         "no starting schedule keeps within {limit} heads in flight (the fewest: {fewest}, {name}); \
-         allow at least {fewest}"
+         allow at least {fewest}{}",
+        if search_fewest > fewest {
+            format!(", or {search_fewest} for a search to run from {search_name} (a built-in as built is a \
+                     result, not a start)")
+        } else {
+            String::new()
+        }
     )]
-    NoSeedWithinHeads { limit: u32, fewest: u32, name: String },
+    NoSeedWithinHeads { limit: u32, fewest: u32, name: String, search_fewest: u32, search_name: String },
     #[error(
         "the searched schedule has {heads} heads in flight in the official simulation, over the limit of \
          {limit}, and no starting schedule kept with its own ranks is within it"
@@ -313,8 +319,15 @@ pub fn search(
             .iter()
             .filter(|b| config.builtin_seeds && b.makespan.is_ok())
             .map(|b| (b.heads_in_flight, format!("{} as built", b.kind.name())));
+        let (search_fewest, search_name) = plans.clone().min_by_key(|(h, _)| *h).expect("list seeds always exist");
         let (fewest, name) = plans.chain(as_built).min_by_key(|(h, _)| *h).expect("list seeds always exist");
-        return Err(SearchError::NoSeedWithinHeads { limit: heads_limit.unwrap_or(u32::MAX), fewest, name });
+        return Err(SearchError::NoSeedWithinHeads {
+            limit: heads_limit.unwrap_or(u32::MAX),
+            fewest,
+            name,
+            search_fewest,
+            search_name,
+        });
     }
     // A schedule kept with its own ranks replaces the searched one if it is better (or if no start kept to
     // the limit, so nothing was searched, or the searched one went over it).

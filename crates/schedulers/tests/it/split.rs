@@ -211,3 +211,14 @@ fn units_of_unequal_length_keep_the_tail_as_launched() {
     let split = split_tail(&original, &costs()).unwrap().unwrap();
     assert_eq!(split.units()[..40], original.units()[..40]);
 }
+
+#[test]
+fn each_builtin_names_its_split_version_as_the_split_does() {
+    for kind in ScheduleKind::ALL {
+        let mask = if kind.check_applicable(&shape(3, 1024), &Mask::Full).is_ok() { Mask::Full } else { Mask::Causal };
+        let original = built(kind, shape(3, 1024), mask, 10, LaunchPolicy::InOrder);
+        let split = split_tail(&original, &costs()).unwrap().expect("a partial last pass");
+        assert_eq!(split.name(), kind.split_name());
+        assert_eq!(kind.split_name(), format!("{}{}", kind.name(), schedulers::SPLIT_SUFFIX));
+    }
+}
