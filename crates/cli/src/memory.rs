@@ -174,7 +174,9 @@ pub fn available_bytes() -> Result<Option<u64>> {
         };
     }
     let machine = std::fs::read_to_string("/proc/meminfo").ok().as_deref().and_then(mem_available);
-    let cgroup = std::fs::read_to_string("/proc/self/cgroup").ok().as_deref().and_then(cgroup_headroom);
+    let cgroup = std::fs::read_to_string("/proc/self/cgroup")
+        .ok()
+        .and_then(|text| cgroup_headroom(&text, |path| std::fs::read_to_string(path).ok()));
     Ok(match (machine, cgroup) {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
@@ -260,13 +262,14 @@ fn headroom(limit: &str, usage: &str, stat: Option<&str>, inactive_file_key: &st
     Some(limit.saturating_sub(usage.saturating_sub(inactive_file)))
 }
 
-/// The least headroom of the process's memory cgroup and its ancestors, `None` where none has a limit.
-fn cgroup_headroom(proc_self_cgroup: &str) -> Option<u64> {
+/// The least headroom of the process's memory cgroup and its ancestors, `None` where none has a limit; `read`
+/// gives a file's text by path (the filesystem, or a test's).
+fn cgroup_headroom(proc_self_cgroup: &str, read: impl Fn(&str) -> Option<String>) -> Option<u64> {
     cgroup_dirs(proc_self_cgroup)
         .iter()
         .filter_map(|files| {
-            let read = |name: &str| std::fs::read_to_string(format!("{}/{name}", files.dir)).ok();
-            headroom(&read(files.limit)?, &read(files.usage)?, read("memory.stat").as_deref(), files.inactive_file_key)
+            let file = |name: &str| read(&format!("{}/{name}", files.dir));
+            headroom(&file(files.limit)?, &file(files.usage)?, file("memory.stat").as_deref(), files.inactive_file_key)
         })
         .min()
 }
@@ -379,5 +382,23 @@ mod tests {
         assert_eq!(headroom("max\n", "2000", None, "inactive_file"), None);
         assert_eq!(headroom("9223372036854771712", "2000", None, "total_inactive_file"), None);
         assert_eq!(headroom("10000", "lots", None, "inactive_file"), None);
+    }
+
+    #[test]
+    fn the_tightest_cgroup_on_the_way_up_binds() {
+        // A job's own cgroup has no limit, its parent 8 GB with 6 GB in use (1 GB of it reclaimable page cache),
+        // the root none; a folder that cannot be read (not mounted there) is passed over.
+        let files: std::collections::HashMap<&str, &str> = [
+            ("/sys/fs/cgroup/memory/box/job/memory.limit_in_bytes", "9223372036854771712"),
+            ("/sys/fs/cgroup/memory/box/job/memory.usage_in_bytes", "100"),
+            ("/sys/fs/cgroup/memory/box/memory.limit_in_bytes", "8000000000"),
+            ("/sys/fs/cgroup/memory/box/memory.usage_in_bytes", "6000000000"),
+            ("/sys/fs/cgroup/memory/box/memory.stat", "cache 2000000000\ntotal_inactive_file 1000000000\n"),
+        ]
+        .into();
+        let read = |path: &str| files.get(path).map(|text| text.to_string());
+        assert_eq!(cgroup_headroom("4:memory:/box/job\n", read), Some(3_000_000_000));
+        assert_eq!(cgroup_headroom("4:memory:/elsewhere\n", read), None);
+        assert_eq!(cgroup_headroom("0::/box/job\n", read), None, "v2 files are others");
     }
 }

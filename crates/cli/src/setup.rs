@@ -75,6 +75,13 @@ pub struct Keeps {
     pub schedule_text: bool,
 }
 
+/// What the symmetric shifts need of the KV tiles, and the hint the schedulers crate gives for it, in terms of the
+/// flags that set the problem without `--ideal` (`ScheduleKind::check_applicable`).
+const EVEN_KV_TILES: &str = "an even number of kv tiles";
+const EVEN_KV_TILES_HINT: &str = "change --seqlen-k or --block-n, or use descending";
+/// The same hint under `--ideal`, which sets the KV tiles with --tiles.
+const IDEAL_EVEN_TILES_HINT: &str = "use an even --tiles, or descending";
+
 impl Setup {
     /// Resolves the flags, and refuses a problem whose analysis would not fit in memory (`check_memory`).
     pub fn from_args(a: &ShapeArgs) -> Result<Setup> {
@@ -161,14 +168,19 @@ impl Setup {
             costs = entry.costs;
             calibrated = Some(Calibrated { gpu: file.gpu.clone(), path: path.clone(), fit: entry.fit.clone() });
         }
-        costs.check()?;
         // A tile's compute is the time every prediction is counted in: at 0 every makespan is 0, and the gaps
-        // and the search's heads-in-flight limit (taken from the built-ins' timelines) mean nothing.
-        if costs.compute <= 0.0 {
-            return Err(bad_input(
-                "cost compute must be above 0: it is one full tile's time, which every prediction counts in",
-            ));
+        // and the search's heads-in-flight limit (taken from the built-ins' timelines) mean nothing. The library
+        // accepts 0 (`CostModel::check`); the command line does not.
+        if !(costs.compute > 0.0 && costs.compute <= schedulers::MAX_COST) {
+            let got =
+                if costs.compute.abs() >= 1e6 { format!("{:e}", costs.compute) } else { costs.compute.to_string() };
+            return Err(bad_input(format!(
+                "cost compute must be a finite number above 0 and at most {:e}: it is one full tile's time, which \
+                 every prediction counts in (got {got})",
+                schedulers::MAX_COST
+            )));
         }
+        costs.check()?;
         let launch = crate::args::launch_or_in_order(a.launch);
         // Building the tile mask takes tens of bytes per tile of one head; a long enough sequence alone exhausts
         // memory, so see that it fits before building it.
@@ -219,18 +231,23 @@ impl Setup {
         }
     }
 
+    /// A refusal's text (the search's list of built-ins keeps them as text) in the terms of `--ideal`'s flags.
+    pub fn in_ideal_terms(&self, reason: &str) -> String {
+        if self.ideal { reason.replace(EVEN_KV_TILES_HINT, IDEAL_EVEN_TILES_HINT) } else { reason.to_string() }
+    }
+
     /// Whether `kind` applies to the problem, its refusal's hint in the terms of the flags that set the problem
     /// (`--ideal` sets the KV tiles with --tiles, not --seqlen-k or --block-n).
     fn check_applicable(&self, kind: schedulers::ScheduleKind) -> std::result::Result<(), schedulers::ScheduleError> {
         kind.check_applicable(&self.problem, &self.mask).map_err(|e| match e {
             schedulers::ScheduleError::NotApplicable { schedule, needs, .. }
-                if self.ideal && needs.contains("kv tiles") =>
+                if self.ideal && needs == EVEN_KV_TILES =>
             {
                 schedulers::ScheduleError::NotApplicable {
                     schedule,
                     needs,
                     got: format!("--tiles {}", self.problem.n_tiles()),
-                    hint: "use an even --tiles, or descending",
+                    hint: IDEAL_EVEN_TILES_HINT,
                 }
             }
             other => other,

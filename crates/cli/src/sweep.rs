@@ -225,13 +225,12 @@ pub struct SweepResult {
     pub time_unit: &'static str,
 }
 
-/// A schedule that some configurations of a sweep skipped.
+/// A schedule that some configurations of a sweep skipped for one reason.
 #[derive(Debug, Clone)]
 pub struct Skipped {
     pub schedule: String,
     pub configurations: usize,
-    /// The first skipping configuration's reason (the others differ at most in the values they quote).
-    pub first_reason: String,
+    pub reason: String,
 }
 
 /// The lines that say which schedules were skipped where, for under the table.
@@ -240,9 +239,7 @@ pub fn skipped_lines(result: &SweepResult) -> String {
     result
         .skipped
         .iter()
-        .map(|s| {
-            format!("{}: skipped in {} of {total} configurations: {}\n", s.schedule, s.configurations, s.first_reason)
-        })
+        .map(|s| format!("{}: skipped in {} of {total} configurations: {}\n", s.schedule, s.configurations, s.reason))
         .collect()
 }
 
@@ -296,15 +293,15 @@ pub fn run(plan: &Plan) -> Result<SweepResult> {
         })
         .collect::<Result<_>>()?;
     bar.finish_and_clear();
-    // Skipped schedules, in the order first seen: how many configurations skipped each, and the first reason.
+    // Skipped schedules, in the order first seen: how many configurations skipped each for each reason.
     let mut skipped: Vec<Skipped> = Vec::new();
     let mut rows: Vec<Row> = Vec::new();
     for (config_rows, config_skips) in per_config {
         rows.extend(config_rows);
         for (schedule, reason) in config_skips {
-            match skipped.iter_mut().find(|s| s.schedule == schedule) {
+            match skipped.iter_mut().find(|s| s.schedule == schedule && s.reason == reason) {
                 Some(s) => s.configurations += 1,
-                None => skipped.push(Skipped { schedule, configurations: 1, first_reason: reason }),
+                None => skipped.push(Skipped { schedule, configurations: 1, reason }),
             }
         }
     }

@@ -24,7 +24,7 @@ mod split;
 
 pub use bounds::{Bounds, decoupled_critical_path};
 pub use builtin::ScheduleKind;
-pub use cost::CostModel;
+pub use cost::{CostModel, MAX_COST};
 pub use error::ScheduleError;
 pub use evaluate::{Evaluation, EvaluationSummary, evaluate};
 pub use file::{

@@ -84,6 +84,12 @@ pub fn simulate(shape: &ShapeArgs, compare: Option<&[String]>) -> Result<Timelin
         let mut bases: Vec<&str> = Vec::new();
         for name in names {
             let base = name.strip_suffix(SPLIT_SUFFIX).unwrap_or(name);
+            if base != name && shape.schedule_file.is_some() {
+                return Err(bad_input(format!(
+                    "--compare {name}: a split tail is made of a built-in, and --schedule-file draws the file's \
+                     schedule as it is"
+                )));
+            }
             shape.split_tail |= base != name;
             if !bases.contains(&base) {
                 bases.push(base);
@@ -107,13 +113,19 @@ pub fn simulate(shape: &ShapeArgs, compare: Option<&[String]>) -> Result<Timelin
         best_bound: Some(e.bounds.best()),
         segments: e.simulation.timeline.iter().map(SegmentJson::from).collect(),
     })?;
-    let schedules: Vec<TimelineSchedule> = outcomes
-        .into_iter()
-        .filter_map(|o| match o {
-            Outcome::Done(t) => Some(t),
-            Outcome::Skipped { .. } => None,
-        })
-        .collect();
+    let mut schedules: Vec<TimelineSchedule> = Vec::new();
+    for outcome in outcomes {
+        match outcome {
+            Outcome::Done(t) => schedules.push(t),
+            // A schedule --compare names explicitly must be drawn: say why it cannot be.
+            Outcome::Skipped { schedule, reason }
+                if compare.is_some_and(|names| names.iter().any(|n| n == schedule)) =>
+            {
+                return Err(bad_input(format!("--compare {schedule}: {reason}")));
+            }
+            Outcome::Skipped { .. } => {}
+        }
+    }
     Ok(TimelineFile::predicted(&setup, schedules))
 }
 

@@ -104,6 +104,9 @@ pub fn run(args: SearchArgs) -> Result<()> {
              `dashc bounds --schedule all,search --split-tail` with the same shape",
         ));
     }
+    if let Some(path) = &args.save_schedule {
+        searching::check_save_path(path)?;
+    }
     crate::output::check_outputs([args.save_schedule.as_deref()])?;
     let mut shape = args.shape.clone();
     if shape.search.budget_secs.is_none() && shape.search.iterations.is_none() {
@@ -300,7 +303,7 @@ pub fn run(args: SearchArgs) -> Result<()> {
     }
     for b in &result.builtins {
         if let Err(reason) = &b.makespan {
-            println!("{}: skipped, {reason}", b.kind.name());
+            println!("{}: skipped, {}", b.kind.name(), setup.in_ideal_terms(reason));
         }
     }
     println!();

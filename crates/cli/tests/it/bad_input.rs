@@ -136,7 +136,7 @@ fn costs_and_budgets_beyond_their_range_are_refused() {
     fails_with(
         &["bounds", "--seqlen", "2048", "--compute", "1e308"],
         2,
-        "cost compute must be a finite number from 0 to 1e9 (got 1e308)",
+        "cost compute must be a finite number above 0 and at most 1e9: it is one full tile's time, which every prediction counts in (got 1e308)",
     );
     fails_with(
         &["simulate", "--seqlen", "2048", "--reduce", "2e9"],
@@ -197,7 +197,7 @@ fn gpu_command_inputs_are_checked_before_any_probe() {
 fn negative_numbers_are_values_not_flags() {
     // "--seqlen -5" once read as an unknown flag '-5'; it is a value out of range.
     fails_with(&["bounds", "--seqlen", "-5"], 2, "invalid value '-5' for '--seqlen <TOKENS>'");
-    fails_with(&["bounds", "--compute", "-1"], 2, "cost compute must be a finite number from 0 to 1e9 (got -1)");
+    fails_with(&["bounds", "--compute", "-1"], 2, "cost compute must be a finite number above 0 and at most 1e9");
 }
 
 #[test]
@@ -209,7 +209,17 @@ fn ideal_refusals_name_the_flags_ideal_takes() {
         "symmetric-shift needs an even number of kv tiles (got --tiles 7); use an even --tiles, or descending",
     );
     fails_with(&["bounds", "--ideal", "--tiles", "5000"], 2, "5000 is not in 1..=4096");
-    fails_with(&["bounds", "--compute", "0"], 2, "cost compute must be above 0");
+    fails_with(&["bounds", "--compute", "0"], 2, "cost compute must be a finite number above 0 and at most 1e9");
+    fails_with(
+        &["bounds", "--schedule", "naive", "--save-schedule", "-"],
+        2,
+        "--save-schedule needs a file name, not -",
+    );
+    // The search lists the built-ins it compared with; under --ideal their hints name --tiles too.
+    let search = dashc(&["search", "--ideal", "--tiles", "7", "--heads", "4", "--mask", "causal", "--iterations", "5"]);
+    assert_eq!(search.status.code(), Some(0));
+    assert!(stdout(&search).contains("symmetric-shift: skipped, symmetric-shift needs an even number of kv tiles"));
+    assert!(stdout(&search).contains("use an even --tiles, or descending"), "{}", stdout(&search));
 }
 
 #[test]
@@ -255,6 +265,7 @@ fn split_tail_is_refused_where_it_would_do_nothing_and_said_where_nothing_splits
         "full",
         "--split-tail",
     ]);
+    assert_eq!(full.status.code(), Some(0));
     assert!(
         stdout(&full)
             .contains("shift+split: skipped, nothing to split: its 1056 units fill their last pass on 132 SMs")

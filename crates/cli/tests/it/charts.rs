@@ -548,3 +548,21 @@ fn compare_all_is_refused_with_what_to_do() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("leave --compare out to draw every schedule"), "{}", stderr(&out));
 }
+
+#[test]
+fn a_compared_split_that_makes_nothing_says_why() {
+    let shape = ["--batch", "1", "--heads", "33", "--seqlen", "4096", "--mask", "full"];
+    let out = dashc(&[&["gantt", "-o", "g.png", "--compare", "shift,shift+split"][..], &shape[..]].concat());
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out)
+            .contains("--compare shift+split: nothing to split: its 1056 units fill their last pass on 132 SMs"),
+        "{}",
+        stderr(&out)
+    );
+    fails_with(
+        &["gantt", "-o", "g.png", "--schedule-file", "s.json", "--compare", "naive+split"],
+        2,
+        "a split tail is made of a built-in",
+    );
+}
