@@ -131,7 +131,10 @@ fn spread_tail_over_heads(units: &[Unit], sms: usize) -> (usize, Vec<Unit>) {
     let tail_start = units.len() / sms * sms;
     let window_start = tail_start.saturating_sub(sms);
     let window = &units[window_start..];
-    if window_start == tail_start || window.iter().any(|u| u.visits.len() != window[0].visits.len()) {
+    if window_start == tail_start
+        || window.iter().any(|u| u.visits.len() != window[0].visits.len())
+        || !tail_chain_outlasts_tail(&units[tail_start..], sms)
+    {
         return (tail_start, units[tail_start..].to_vec());
     }
     let tail_len = units.len() - tail_start;
@@ -160,6 +163,19 @@ fn spread_tail_over_heads(units: &[Unit], sms: usize) -> (usize, Vec<Unit>) {
     let stays = window.iter().zip(&in_tail).filter(|(_, t)| !**t);
     let goes = window.iter().zip(&in_tail).filter(|(_, t)| **t);
     (window_start, stays.chain(goes).map(|(u, _)| u.clone()).collect())
+}
+
+/// Whether the adds into one dQ tile within `tail` (the launch order's last units, as they are) outnumber the
+/// tail's visits per SM: each add and its hand-off take about a visit, so such a chain outlasts the split tail,
+/// and spreading the tail over the window's heads is what shortens it. Where no chain is that long, the spread
+/// only brings more heads into the tail (at causal head dim 128, 512 to 2048 tokens: from 13–50 heads to 29–116),
+/// whose Q, dO and dQ then compete for L2: the split ran 2–5% slower with the spread than without it there
+/// (bench/NOTES.md, run 186).
+fn tail_chain_outlasts_tail(tail: &[Unit], sms: usize) -> bool {
+    let mut tiles: Vec<(u32, u16)> = tail.iter().flat_map(|u| u.visits.iter().map(move |v| (u.bh, v.q))).collect();
+    tiles.sort_unstable();
+    let longest = tiles.chunk_by(|a, b| a == b).map(<[_]>::len).max().unwrap_or(0);
+    longest * sms > tiles.len()
 }
 
 /// Ranks of every dQ tile the units from `start` on contribute to: the earlier units' contributions keep their
