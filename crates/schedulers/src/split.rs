@@ -165,17 +165,21 @@ fn spread_tail_over_heads(units: &[Unit], sms: usize) -> (usize, Vec<Unit>) {
     (window_start, stays.chain(goes).map(|(u, _)| u.clone()).collect())
 }
 
-/// Whether the adds into one dQ tile within `tail` (the launch order's last units, as they are) outnumber the
-/// tail's visits per SM: each add and its hand-off take about a visit, so such a chain outlasts the split tail,
-/// and spreading the tail over the window's heads is what shortens it. Where no chain is that long, the spread
-/// only brings more heads into the tail (at causal head dim 128, 512 to 2048 tokens: from 13–50 heads to 29–116),
-/// whose Q, dO and dQ then compete for L2: the split ran 2–5% slower with the spread than without it there
-/// (bench/NOTES.md, run 186).
+/// Whether the adds into one dQ tile within `tail` (the launch order's last units, as they are) would outlast the
+/// split tail, counting each add with its hand-off as 1.5 visits (calibrated: about 1.2 on the H100s and H200s of
+/// runs 122 and 159) against the tail's visits per SM. Spreading the tail over the window's heads is what shortens
+/// such a chain. Where no chain is that long, the spread only brings more heads into the tail (at causal head dim
+/// 128, 512 to 2048 tokens: from 13–50 heads to 29–116), whose Q, dO and dQ then compete for L2: the split ran 1–5%
+/// slower with the spread than without it there (bench/NOTES.md, runs 185–186). At full masks, head dim 128, 8192
+/// tokens, where the chain (64 adds) about equals the tail (66 visits), the split without the spread ran slower
+/// (runs 186–189): hence the margin. A count of visits, not of costs, so that a split stays a function of its
+/// schedule alone.
 fn tail_chain_outlasts_tail(tail: &[Unit], sms: usize) -> bool {
     let mut tiles: Vec<(u32, u16)> = tail.iter().flat_map(|u| u.visits.iter().map(move |v| (u.bh, v.q))).collect();
     tiles.sort_unstable();
     let longest = tiles.chunk_by(|a, b| a == b).map(<[_]>::len).max().unwrap_or(0);
-    longest * sms > tiles.len()
+    // longest * 1.5 > visits / sms, in integers.
+    3 * longest * sms > 2 * tiles.len()
 }
 
 /// Ranks of every dQ tile the units from `start` on contribute to: the earlier units' contributions keep their

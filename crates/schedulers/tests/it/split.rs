@@ -227,7 +227,8 @@ fn each_builtin_names_its_split_version_as_the_split_does() {
 fn the_tail_is_spread_over_heads_only_where_a_chain_of_adds_would_outlast_it() {
     // Causal, 64 x 128 tiles, 512 tokens: symmetric-shift pairs columns into units of 10 visits, 2 per head. On 10
     // SMs, 8 heads make 16 units: a full pass and a tail of 6 (3 heads). The longest chain of adds into one dQ tile
-    // in that tail is 4 (the last q tile gets one from each column), shorter than its 6 visits per SM: the tail
+    // in that tail is 4 (the last q tile gets one from each column), 6 visits at 1.5 each: no longer than the
+    // tail's 6 visits per SM, so the tail
     // stays the launch order's last units, the full pass is untouched, and no head joins the tail.
     let p = problem(1, 8, 8, 512, 512, 64, 128);
     let original = built(ScheduleKind::SymmetricShift, p, Mask::Causal, 10, LaunchPolicy::Persistent);
@@ -235,7 +236,7 @@ fn the_tail_is_spread_over_heads_only_where_a_chain_of_adds_would_outlast_it() {
     assert_eq!(split.units()[..10], original.units()[..10]);
     let heads = |units: &[schedulers::Unit]| units.iter().map(|u| u.bh).collect::<std::collections::BTreeSet<_>>();
     assert_eq!(heads(&split.units()[10..]), heads(&original.units()[10..]));
-    // With 128 x 128 tiles the same heads' units have 5 visits: 3 per SM in the tail, the chain still 4, so the
+    // With 128 x 128 tiles the same heads' units have 5 visits: 3 per SM in the tail, the chain still 6, so the
     // tail is drawn from the window's heads: more heads than the launch order's last units.
     let p = problem(1, 8, 8, 512, 512, 128, 128);
     let original = built(ScheduleKind::SymmetricShift, p, Mask::Causal, 10, LaunchPolicy::Persistent);
