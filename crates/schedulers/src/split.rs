@@ -11,9 +11,10 @@
 //! summed in launch order after the main loop (the sm90 main loop's dK/dV fix-up; docs/hopper.md). Each piece
 //! pays a unit's start and finish again, which the cost model charges.
 //!
-//! Which units form the last pass: the last full pass and the tail together (P + T units) are reordered so that
-//! the tail's T units come from every (batch, head) of that window in proportion to its units there (each head's
-//! last ones). Taken as the launch order's last T units, the tail of a causal schedule is mostly one head, whose
+//! Which units form the last pass: where a chain of dQ adds in the plain tail would outlast it
+//! (`tail_chain_outlasts_tail`), the last full pass and the tail together (P + T units) are reordered so that the
+//! tail's T units come from every (batch, head) of that window in proportion to its units there (each head's last
+//! ones). Taken as the launch order's last T units, the tail of a causal schedule is mostly one head, whose
 //! dQ tiles then receive up to one contribution per column of that head within the tail's short time: each add
 //! and its hand-off take about a visit's time, so the chain of adds to the head's last dQ tiles outlasts the
 //! split tail (the simulator: 1.4% of the time waiting at head dim 64, causal, 16384 tokens).
@@ -126,7 +127,9 @@ pub fn split_tail(schedule: &Schedule, costs: &CostModel) -> Result<Option<Sched
 /// to the head that comes first), each head's last ones. Where there is no full pass, or where the window's units
 /// differ in length (spt, descending, naive at causal masks), the window is the tail alone, in its order: there a
 /// swap between the last full pass and the tail would change what each SM runs before the tail, which the equal
-/// shares assume to be the same. Only the window is copied: the passes before it may hold millions of visits.
+/// shares assume to be the same. Where no chain of dQ adds in the plain tail would outlast it
+/// (`tail_chain_outlasts_tail`), the window is the tail alone too. Only the window is copied: the passes before it
+/// may hold millions of visits.
 fn spread_tail_over_heads(units: &[Unit], sms: usize) -> (usize, Vec<Unit>) {
     let tail_start = units.len() / sms * sms;
     let window_start = tail_start.saturating_sub(sms);
