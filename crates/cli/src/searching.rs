@@ -234,10 +234,9 @@ fn json<T: serde::Serialize>(v: &T) -> String {
 
 /// Refuses `--save-schedule` unless exactly one schedule is requested.
 pub fn check_save(setup: &Setup, save: Option<&Path>) -> Result<()> {
-    let Some(path) = save else {
+    if save.is_none() {
         return Ok(());
-    };
-    check_save_path(path)?;
+    }
     // `--schedule all` skips the built-ins that do not apply to the problem: they are not candidates either.
     let builtins = if setup.all { setup.applicable_builtins() as usize } else { setup.schedules.len() };
     let count = builtins + setup.search.is_some() as usize + setup.schedule_file.is_some() as usize;
@@ -248,15 +247,16 @@ pub fn check_save(setup: &Setup, save: Option<&Path>) -> Result<()> {
              --schedule search)"
         )));
     }
-    crate::output::check_outputs([save])
+    check_save_path(save)
 }
 
-/// `--save-schedule` writes a file; `-` is refused rather than written as a file of that name.
-pub fn check_save_path(path: &Path) -> Result<()> {
-    if path.as_os_str() == "-" {
+/// `--save-schedule`'s file can be written, before any work; `-` is refused rather than written as a file of that
+/// name.
+pub fn check_save_path(save: Option<&Path>) -> Result<()> {
+    if save.is_some_and(|path| path.as_os_str() == "-") {
         return Err(bad_input("--save-schedule needs a file name, not -"));
     }
-    Ok(())
+    crate::output::check_outputs([save])
 }
 
 /// A schedule file for `--save-schedule`, kept beside an outcome: the schedule's name, for the message, and the

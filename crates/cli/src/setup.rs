@@ -9,7 +9,7 @@ use anyhow::{Context, Result};
 use dag_model::{Mask, Problem, ProblemSpec, TileMask, default_blocks};
 use indicatif::ProgressBar;
 use rayon::prelude::*;
-use schedulers::{CostModel, Evaluation, Machine, SPLIT_SUFFIX, ScheduleKind, evaluate, split_tail};
+use schedulers::{CostModel, Evaluation, Machine, SPLIT_SUFFIX, ScheduleKind, evaluate, split_tail_or_why};
 use serde::Deserialize;
 
 use crate::args::{MaskArg, ShapeArgs};
@@ -75,11 +75,7 @@ pub struct Keeps {
     pub schedule_text: bool,
 }
 
-/// What the symmetric shifts need of the KV tiles, and the hint the schedulers crate gives for it, in terms of the
-/// flags that set the problem without `--ideal` (`ScheduleKind::check_applicable`).
-const EVEN_KV_TILES: &str = "an even number of kv tiles";
-const EVEN_KV_TILES_HINT: &str = "change --seqlen-k or --block-n, or use descending";
-/// The same hint under `--ideal`, which sets the KV tiles with --tiles.
+/// `schedulers::EVEN_KV_TILES_HINT` under `--ideal`, which sets the KV tiles with --tiles.
 const IDEAL_EVEN_TILES_HINT: &str = "use an even --tiles, or descending";
 
 impl Setup {
@@ -233,7 +229,11 @@ impl Setup {
 
     /// A refusal's text (the search's list of built-ins keeps them as text) in the terms of `--ideal`'s flags.
     pub fn in_ideal_terms(&self, reason: &str) -> String {
-        if self.ideal { reason.replace(EVEN_KV_TILES_HINT, IDEAL_EVEN_TILES_HINT) } else { reason.to_string() }
+        if self.ideal {
+            reason.replace(schedulers::EVEN_KV_TILES_HINT, IDEAL_EVEN_TILES_HINT)
+        } else {
+            reason.to_string()
+        }
     }
 
     /// Whether `kind` applies to the problem, its refusal's hint in the terms of the flags that set the problem
@@ -241,7 +241,7 @@ impl Setup {
     fn check_applicable(&self, kind: schedulers::ScheduleKind) -> std::result::Result<(), schedulers::ScheduleError> {
         kind.check_applicable(&self.problem, &self.mask).map_err(|e| match e {
             schedulers::ScheduleError::NotApplicable { schedule, needs, .. }
-                if self.ideal && needs == EVEN_KV_TILES =>
+                if self.ideal && needs == schedulers::EVEN_KV_TILES =>
             {
                 schedulers::ScheduleError::NotApplicable {
                     schedule,
@@ -252,20 +252,6 @@ impl Setup {
             }
             other => other,
         })
-    }
-
-    /// Why `split_tail` left `schedule` whole.
-    fn why_no_split(&self, schedule: &schedulers::Schedule) -> String {
-        let sms = self.machine.sms as usize;
-        if self.problem.group() > 1 {
-            "nothing to split: grouped-query heads keep every KV column whole (their dK/dV adds are chained per query \
-             head)"
-                .to_string()
-        } else if schedule.units().len().is_multiple_of(sms) {
-            format!("nothing to split: its {} units fill their last pass on {sms} SMs", schedule.units().len())
-        } else {
-            "nothing to split: its last pass cannot be cut into one share per SM".to_string()
-        }
     }
 
     /// The requested built-ins that apply to the problem (the others are skipped, or refused, before any work).
@@ -349,19 +335,21 @@ impl Setup {
                     .build(self.problem, self.mask.clone(), self.tile_mask.clone(), self.machine, &self.costs)
                     .with_context(|| format!("schedule {}", kind.name()))?;
                 let split = if self.split_tail {
-                    split_tail(&schedule, &self.costs)
-                        .with_context(|| format!("schedule {}{SPLIT_SUFFIX}", kind.name()))?
+                    Some(
+                        split_tail_or_why(&schedule, &self.costs)
+                            .with_context(|| format!("schedule {}{SPLIT_SUFFIX}", kind.name()))?,
+                    )
                 } else {
                     None
                 };
-                // Where there is nothing to split, say why in the split version's place.
-                let no_split = (self.split_tail && split.is_none()).then(|| self.why_no_split(&schedule));
                 let mut done = vec![Outcome::Done(keep(evaluate(schedule, &self.costs, record_timeline)?))];
-                if let Some(split) = split {
-                    done.push(Outcome::Done(keep(evaluate(split, &self.costs, record_timeline)?)));
-                }
-                if let Some(reason) = no_split {
-                    done.push(Outcome::Skipped { schedule: kind.split_name(), reason });
+                match split {
+                    Some(Ok(split)) => done.push(Outcome::Done(keep(evaluate(split, &self.costs, record_timeline)?))),
+                    // Where there is nothing to split, say why in the split version's place.
+                    Some(Err(why)) => {
+                        done.push(Outcome::Skipped { schedule: kind.split_name(), reason: why.to_string() })
+                    }
+                    None => {}
                 }
                 Ok(done)
             })

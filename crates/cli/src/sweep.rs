@@ -331,7 +331,6 @@ pub fn run(plan: &Plan) -> Result<SweepResult> {
 /// A configuration's rows, and the schedules it skipped with their reasons.
 type ConfigOutcome = (Vec<Row>, Vec<(String, String)>);
 
-/// A configuration's rows, and the schedules it skipped with their reasons.
 fn evaluate(plan: &Plan, c: &Config, time_unit: &str) -> Result<ConfigOutcome> {
     let setup = plan.setup(c)?;
     let outcomes = setup.evaluate_each(false, |e| (e.schedule.name().to_string(), e.summary()))?;

@@ -9,6 +9,11 @@ use serde::Serialize;
 use crate::{CostModel, Machine, Schedule, ScheduleError};
 
 /// A built-in schedule.
+/// What the symmetric shifts need of the KV tiles (`ScheduleError::NotApplicable::needs`), and the hint given with
+/// it, in terms of the flags that set the tiles (a caller whose flags differ, as `dashc --ideal`, rewrites it).
+pub const EVEN_KV_TILES: &str = "an even number of kv tiles";
+pub const EVEN_KV_TILES_HINT: &str = "change --seqlen-k or --block-n, or use descending";
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ScheduleKind {
@@ -93,9 +98,9 @@ impl ScheduleKind {
             {
                 Err(ScheduleError::NotApplicable {
                     schedule: self.name(),
-                    needs: "an even number of kv tiles",
+                    needs: EVEN_KV_TILES,
                     got: format!("{} = ceil({} / {})", problem.n_tiles(), problem.seqlen_k(), problem.block_n()),
-                    hint: "change --seqlen-k or --block-n, or use descending",
+                    hint: EVEN_KV_TILES_HINT,
                 })
             }
             _ => Ok(()),

@@ -23,7 +23,7 @@ mod simulate;
 mod split;
 
 pub use bounds::{Bounds, decoupled_critical_path};
-pub use builtin::ScheduleKind;
+pub use builtin::{EVEN_KV_TILES, EVEN_KV_TILES_HINT, ScheduleKind};
 pub use cost::{CostModel, MAX_COST};
 pub use error::ScheduleError;
 pub use evaluate::{Evaluation, EvaluationSummary, evaluate};
@@ -38,6 +38,6 @@ pub use search::{
     SeedResult, search,
 };
 pub use simulate::{Segment, SegmentKind, Simulation, SmStats, simulate};
-pub use split::{SPLIT_SUFFIX, split_tail};
+pub use split::{NoSplit, SPLIT_SUFFIX, split_tail, split_tail_or_why};
 
 pub use dag_model::{Mask, Order, Problem, ProblemSpec, TileMask, Unit, Visit};

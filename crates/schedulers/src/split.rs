@@ -31,18 +31,42 @@ use crate::{CostModel, LaunchPolicy, Machine, Schedule, ScheduleError};
 /// The suffix of a split schedule's name.
 pub const SPLIT_SUFFIX: &str = "+split";
 
+/// Why `split_tail` leaves a schedule whole.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NoSplit {
+    #[error(
+        "nothing to split: grouped-query heads keep every KV column whole (their dK/dV adds are chained per query head)"
+    )]
+    GroupedQueryHeads,
+    #[error("nothing to split: its {units} units fill their last pass on {sms} SMs")]
+    LastPassFull { units: usize, sms: usize },
+    #[error("nothing to split: its last pass cannot be cut into one share per SM")]
+    NoShares,
+}
+
 /// `schedule` with its last, partial pass split over all SMs, validated under `costs` (the cut and the ranks do
-/// not depend on them); `None` when there is nothing to split (the units fill their last pass), when the
-/// persistent launch would need more than two units of one share on a CTA, or when the problem has grouped-query
-/// heads (whose dK/dV adds are chained per query head, so a column must stay whole).
+/// not depend on them); `None` when there is nothing to split (`split_tail_or_why` says why).
 pub fn split_tail(schedule: &Schedule, costs: &CostModel) -> Result<Option<Schedule>, ScheduleError> {
+    Ok(split_tail_or_why(schedule, costs)?.ok())
+}
+
+/// `split_tail`, or why there is nothing to split: the units fill their last pass, the persistent launch would
+/// need more than two units of one share on a CTA, or the problem has grouped-query heads (whose dK/dV adds are
+/// chained per query head, so a column must stay whole).
+pub fn split_tail_or_why(schedule: &Schedule, costs: &CostModel) -> Result<Result<Schedule, NoSplit>, ScheduleError> {
     let problem = *schedule.problem();
     let machine = schedule.machine();
     let sms = machine.sms as usize;
     let units = schedule.units();
     let tail_start = units.len() / sms * sms;
-    if problem.group() > 1 || tail_start == units.len() || sms < 2 {
-        return Ok(None);
+    if problem.group() > 1 {
+        return Ok(Err(NoSplit::GroupedQueryHeads));
+    }
+    if tail_start == units.len() {
+        return Ok(Err(NoSplit::LastPassFull { units: units.len(), sms }));
+    }
+    if sms < 2 {
+        return Ok(Err(NoSplit::NoShares));
     }
     let (window_start, window) = spread_tail_over_heads(units, sms);
     let (last_full_pass, tail) = window.split_at(tail_start - window_start);
@@ -66,7 +90,7 @@ pub fn split_tail(schedule: &Schedule, costs: &CostModel) -> Result<Option<Sched
         }
     }
     if pieces.len() == tail.len() {
-        return Ok(None); // every tail unit is one share: nothing moves
+        return Ok(Err(NoSplit::NoShares)); // every tail unit is one share: nothing moves
     }
 
     // Launch positions: the first unit of every share in one pass, so that under the persistent launch each share
@@ -94,7 +118,7 @@ pub fn split_tail(schedule: &Schedule, costs: &CostModel) -> Result<Option<Sched
     }
     by_share.retain(|s| !s.is_empty());
     if machine.launch == LaunchPolicy::Persistent && by_share.iter().any(|s| s.len() > 2) {
-        return Ok(None);
+        return Ok(Err(NoSplit::NoShares));
     }
     by_share.sort_by_key(|s| std::cmp::Reverse(s.len())); // stable: ties keep the share order
     let passes = by_share.iter().map(Vec::len).max().unwrap_or(0);
@@ -118,7 +142,7 @@ pub fn split_tail(schedule: &Schedule, costs: &CostModel) -> Result<Option<Sched
     let name = format!("{}{SPLIT_SUFFIX}", schedule.name());
     let split =
         Schedule::validate(name, problem, schedule.mask().clone(), schedule.shared_tile_mask(), machine, costs, order)?;
-    Ok(Some(split))
+    Ok(Ok(split))
 }
 
 /// Where the window (the last full pass and the tail) starts in `units`, and its units reordered: those that stay

@@ -104,10 +104,7 @@ pub fn run(args: SearchArgs) -> Result<()> {
              `dashc bounds --schedule all,search --split-tail` with the same shape",
         ));
     }
-    if let Some(path) = &args.save_schedule {
-        searching::check_save_path(path)?;
-    }
-    crate::output::check_outputs([args.save_schedule.as_deref()])?;
+    searching::check_save_path(args.save_schedule.as_deref())?;
     let mut shape = args.shape.clone();
     if shape.search.budget_secs.is_none() && shape.search.iterations.is_none() {
         shape.search.budget_secs = Some(DEFAULT_SEARCH_SECS);
