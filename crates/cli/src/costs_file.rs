@@ -27,6 +27,11 @@ pub struct CostsFile {
     pub time_unit: String,
     /// Tool version, date and commit of the calibration run.
     pub created_by: String,
+    /// The launch the calibration traces ran with (`calibrate --launch`); absent (files written before it was
+    /// recorded) means in-order. Under the persistent one the unit start is the compute side's move from one
+    /// unit to the next (docs/calibration.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traced_launch: Option<schedulers::LaunchPolicy>,
     pub entries: Vec<CostsEntry>,
 }
 
@@ -60,6 +65,11 @@ pub struct CalibrationRun {
 }
 
 impl CostsFile {
+    /// The launch the calibration traces ran with.
+    pub fn traced_launch(&self) -> schedulers::LaunchPolicy {
+        self.traced_launch.unwrap_or(schedulers::LaunchPolicy::InOrder)
+    }
+
     pub fn new(gpu: &str, created_by: String, entries: Vec<CostsEntry>) -> CostsFile {
         CostsFile {
             format: FORMAT.into(),
@@ -68,6 +78,7 @@ impl CostsFile {
             gpu_uuid: None,
             time_unit: "us".into(),
             created_by,
+            traced_launch: None,
             entries,
         }
     }

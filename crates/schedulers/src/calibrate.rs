@@ -16,7 +16,12 @@
 //!   hand-off) after the waiter's compute started (so its early read missed) but before it arrived.
 //! - `unit_start`: the SM's gap between the previous unit's end and this unit's start (CTA dispatch), plus
 //!   this unit's start to its first compute start (loading K and V), plus how much longer the first task's
-//!   compute took than a later task's of the same kind.
+//!   compute took than a later task's of the same kind. Under the persistent launch (the schedule's
+//!   `LaunchPolicy`) one CTA walks an SM's units and its producer starts the next unit's loads early, so the
+//!   unit start stamp says nothing about the load: for a CTA's later units the sample is what the simulator
+//!   charges there, from the previous unit's compute-side end (its unit end without decoupled writers) to this
+//!   unit's first compute start; a CTA's first unit is sampled as in the in-order launch, and there is no
+//!   dispatch gap.
 //! - `unit_finish`: from the last task's reduce end to the unit's end (writing dK and dV, the last release).
 //!
 //! With these definitions a trace produced by the simulator itself is fitted back to the costs it was
@@ -27,7 +32,7 @@ use thiserror::Error;
 
 use dag_model::Visit;
 
-use crate::{CostModel, Schedule};
+use crate::{CostModel, LaunchPolicy, Schedule};
 
 /// The stamps of one task (one visit), in one time unit, on one clock.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -184,30 +189,61 @@ impl Samples {
                 list[v.rank as usize] = (ui as u32, k as u32);
             }
         }
-        let mut last_end_on_sm: Vec<(u32, f64)> = Vec::new();
-        // Units in order of their start, so that "the previous unit on this SM" is well defined.
+        let persistent = schedule.machine().launch == LaunchPolicy::Persistent;
+        // Per SM, the unit seen last there (in the order below).
+        let mut last_on_sm: Vec<(u32, usize)> = Vec::new();
+        // Persistent launch: the unit the same CTA ran before each unit, if any.
+        let mut previous: Vec<Option<usize>> = vec![None; units.len()];
+        // Units in order of their start, so that "the previous unit on this SM" is well defined. Under the
+        // persistent launch the producer stamps a unit's start while the previous unit still computes: the order
+        // is that of the first computes.
+        let start_of = |t: &UnitStamps| match (persistent, t.tasks.first()) {
+            (true, Some(first)) => first.compute_start,
+            _ => t.start,
+        };
         let mut by_start: Vec<usize> = (0..units.len()).collect();
-        by_start.sort_by(|&a, &b| units[a].start.total_cmp(&units[b].start).then(a.cmp(&b)));
+        by_start.sort_by(|&a, &b| start_of(&units[a]).total_cmp(&start_of(&units[b])).then(a.cmp(&b)));
         for &ui in &by_start {
             let t = &units[ui];
             if t.tasks.is_empty() {
                 continue;
             }
-            if let Some(slot) = last_end_on_sm.iter_mut().find(|(sm, _)| *sm == t.sm) {
-                let gap = t.start - slot.1;
-                if gap >= 0.0 {
-                    self.dispatch_gap.push(gap);
+            let before = last_on_sm.iter_mut().find(|(sm, _)| *sm == t.sm);
+            let load_from = match (persistent, before) {
+                (true, Some(slot)) => {
+                    // The CTA's compute side goes on from its previous unit's end: no dispatch, and its producer
+                    // loaded K and V during that unit.
+                    let prev = &units[slot.1];
+                    previous[ui] = Some(slot.1);
+                    slot.1 = ui;
+                    if decoupled { prev.compute_end.unwrap_or(prev.end) } else { prev.end }
                 }
-                slot.1 = t.end;
-            } else {
-                last_end_on_sm.push((t.sm, t.end));
-            }
-            self.unit_load.push(t.tasks[0].compute_start - t.start);
+                (false, Some(slot)) => {
+                    let gap = t.start - units[slot.1].end;
+                    if gap >= 0.0 {
+                        self.dispatch_gap.push(gap);
+                    }
+                    slot.1 = ui;
+                    t.start
+                }
+                (_, None) => {
+                    last_on_sm.push((t.sm, ui));
+                    t.start
+                }
+            };
+            self.unit_load.push(t.tasks[0].compute_start - load_from);
             let last = t.tasks.len() - 1;
             if !decoupled {
                 self.unit_finish.push(t.end - t.tasks[last].reduce_end);
             } else if let Some(compute_end) = t.compute_end
-                && !staging_may_have_waited(&schedule.units()[ui].visits, &t.tasks, k, self.dq_deferred, last)
+                && !staging_may_have_waited(
+                    &schedule.units()[ui].visits,
+                    &t.tasks,
+                    k,
+                    self.dq_deferred,
+                    last,
+                    latest_release(units, previous[ui]),
+                )
             {
                 // From the last compute start to the compute side's end is that task's compute plus the dK/dV
                 // epilogue, where no staging in that span can have waited for its buffer.
@@ -215,14 +251,16 @@ impl Samples {
                 self.last_compute_to_end.push((compute_end - t.tasks[last].compute_start, v.fraction() < 1.0));
             }
         }
-        for (u, t) in su.iter().zip(units) {
+        for (ui, (u, t)) in su.iter().zip(units).enumerate() {
             if decoupled {
                 // The compute side's cadence: task i's compute takes it from its own start to the next task's,
                 // unless a staging in that span may have waited for its buffer, which is excluded. The unit's
-                // last task has no next start: its compute end is left to `unit_finish`.
+                // last task has no next start: its compute end is left to `unit_finish`. Under the persistent
+                // launch the CTA's buffers may still hold its previous unit's partials.
+                let previous_release = latest_release(units, previous[ui]);
                 for i in 0..t.tasks.len().saturating_sub(1) {
                     let (v, next) = (u.visits[i], u.visits[i + 1]);
-                    if staging_may_have_waited(&u.visits, &t.tasks, k, self.dq_deferred, i) {
+                    if staging_may_have_waited(&u.visits, &t.tasks, k, self.dq_deferred, i, previous_release) {
                         continue;
                     }
                     let c = t.tasks[i + 1].compute_start - t.tasks[i].compute_start;
@@ -508,6 +546,11 @@ pub fn split(v: &[f64]) -> Option<HandoffSplit> {
     Some(HandoffSplit { near, far, far_fraction: (n - k) as f64 / n as f64 })
 }
 
+/// The latest release (reduce end) of a unit's adds; minus infinity for none (a CTA's first unit).
+fn latest_release(units: &[UnitStamps], unit: Option<usize>) -> f64 {
+    unit.map_or(f64::NEG_INFINITY, |u| units[u].tasks.iter().map(|s| s.reduce_end).fold(f64::NEG_INFINITY, f64::max))
+}
+
 /// Whether a staging of a dQ partial during compute `i` of a unit may have waited for its buffer (decoupled writers,
 /// `k` buffers). Partials are staged in task order, so task j's buffer last held task j - k, and staging j waited only
 /// if task j - k was released after compute i had started. Staged during compute i: task i (after it), or under the
@@ -515,9 +558,21 @@ pub fn split(v: &[f64]) -> Option<HandoffSplit> {
 /// i - k under deferral, as without it, would drop nearly every steady-state visit (its partial is still being added
 /// when compute i starts) and leave the fit the units' second visits alone. The check of a KV tile's own flush is
 /// conservative (the flush follows compute i's end, which no stamp gives): it drops nearly every KV-switch sample,
-/// which only the unit-finish fallback uses, never with sm90 traces (they stamp the consumers' end).
-fn staging_may_have_waited(visits: &[Visit], tasks: &[TaskStamps], k: usize, deferred: bool, i: usize) -> bool {
-    let waited = |j: usize| j >= k && tasks[j - k].reduce_end > tasks[i].compute_start;
+/// which only the unit-finish fallback uses, never with sm90 traces (they stamp the consumers' end). A task j < k
+/// stages into a buffer that held one of the CTA's previous unit's partials (persistent launch), released by
+/// `previous_release` at the latest (minus infinity for a CTA's first unit).
+fn staging_may_have_waited(
+    visits: &[Visit],
+    tasks: &[TaskStamps],
+    k: usize,
+    deferred: bool,
+    i: usize,
+    previous_release: f64,
+) -> bool {
+    let waited = |j: usize| match j.checked_sub(k) {
+        Some(holder) => tasks[holder].reduce_end > tasks[i].compute_start,
+        None => previous_release > tasks[i].compute_start,
+    };
     if !deferred {
         return waited(i);
     }
@@ -602,6 +657,10 @@ mod tests {
     use crate::{LaunchPolicy, Machine, ScheduleKind};
 
     fn schedule(kind: ScheduleKind, mask: Mask, costs: &CostModel) -> Schedule {
+        schedule_launched(kind, mask, costs, LaunchPolicy::InOrder)
+    }
+
+    fn schedule_launched(kind: ScheduleKind, mask: Mask, costs: &CostModel, launch: LaunchPolicy) -> Schedule {
         let problem = Problem::new(ProblemSpec {
             batch: 2,
             heads: 3,
@@ -614,7 +673,7 @@ mod tests {
         })
         .unwrap();
         let tiles = Arc::new(TileMask::new(&problem, &mask).unwrap());
-        let machine = Machine { sms: 10, launch: LaunchPolicy::InOrder };
+        let machine = Machine { sms: 10, launch };
         kind.build(problem, mask, tiles, machine, costs).unwrap()
     }
 
@@ -733,6 +792,53 @@ mod tests {
         full.add_run(&s, &simulated_stamps(&s, &costs).unwrap()).unwrap();
         let second_visits = s.units().iter().map(|u| u.kv_runs().count()).sum::<usize>();
         assert!(full.compute_full.len() > 4 * second_visits, "{} samples", full.compute_full.len());
+    }
+
+    #[test]
+    fn simulated_persistent_traces_give_back_their_costs() {
+        // The persistent launch of the sm90 loop: one CTA per SM walks its units; the compute side goes on to the
+        // next unit at its dK/dV end while the writers still add the previous unit's partials, and the producer
+        // stamps the next unit's start early (here 4 before the previous unit's compute-side end). The load is
+        // read from the compute side's end, and stagings that may have waited for the previous unit's adds are
+        // left out.
+        let costs = CostModel { dq_writers: 2, dq_deferred: true, poll: 0.0, reduce: 3.0, ..truth() };
+        let mut samples = Samples { dq_writers: 2, dq_deferred: true, ..Samples::default() };
+        let mut waited_across_units = false;
+        for (kind, mask) in [
+            (ScheduleKind::Naive, Mask::Causal),
+            (ScheduleKind::Descending, Mask::Causal),
+            (ScheduleKind::Shift, Mask::Full),
+            (ScheduleKind::SymmetricShift, Mask::Causal),
+        ] {
+            let s = schedule_launched(kind, mask, &costs, LaunchPolicy::Persistent);
+            assert!(s.units().len() > 10, "every SM runs more than one unit");
+            let mut stamps = simulated_stamps(&s, &costs).unwrap();
+            let sim = crate::simulate(&s, &costs, true).unwrap();
+            // A staging wait in a unit's first two tasks is a wait for the previous unit's adds.
+            waited_across_units |= sim.timeline.iter().any(|seg| {
+                seg.kind == crate::SegmentKind::Wait && {
+                    let u = &s.units()[seg.unit as usize];
+                    u.visits.iter().position(|v| v.kv as u32 == seg.kv && v.q as u32 == seg.q).unwrap() < 2
+                }
+            });
+            for u in stamps.iter_mut().filter(|u| u.start > 0.0) {
+                u.start -= 4.0;
+            }
+            samples.add_run(&s, &stamps).unwrap();
+        }
+        assert!(waited_across_units, "no staging waited for a previous unit: the exclusion would go untested");
+        let fit = samples.fit().unwrap();
+        let got = fit.costs;
+        assert!(fit.dispatch_gap.is_none(), "a persistent CTA is not dispatched again");
+        assert!(close(got.compute, 5.0), "{got:?}");
+        assert!(close(got.compute_partial.unwrap(), 5.5), "{got:?}");
+        assert!(close(got.reduce, 3.0), "{got:?}");
+        assert!(close(got.handoff, 0.4), "{got:?}");
+        assert!(close(got.unit_start, 1.5), "{got:?}");
+        assert!(close(got.unit_finish, 0.8), "{got:?}");
+        let s = schedule_launched(ScheduleKind::Naive, Mask::Causal, &costs, LaunchPolicy::Persistent);
+        let a = crate::simulate(&s, &costs, false).unwrap().makespan;
+        assert!(close(a, crate::simulate(&s, &got, false).unwrap().makespan));
     }
 
     #[test]

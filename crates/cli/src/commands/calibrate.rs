@@ -15,6 +15,7 @@ use crate::gpu::{Target, find_nvcc, probe_device};
 use crate::output::table;
 use crate::sweep::{Plan, mask_name};
 use crate::traced::{run_traced, trace_config};
+use codegen::MainLoop;
 use schedulers::calibrate::Samples;
 use schedulers::calibrate::{Phases, Stat};
 
@@ -50,7 +51,12 @@ enum Source {
 
 /// The file name a traced (configuration, schedule) is kept under in `--keep-traces DIR`.
 fn trace_file_name(c: &crate::sweep::Config, schedule: &schedulers::Schedule) -> String {
-    format!("trace-hd{}-{}-s{}-{}.txt", c.head_dim, mask_name(c.mask), c.seqlen, schedule.name())
+    // In-order traces keep the names they had before the launch could be chosen.
+    let launch = match schedule.machine().launch {
+        schedulers::LaunchPolicy::InOrder => String::new(),
+        other => format!("-{}", other.name()),
+    };
+    format!("trace-hd{}-{}-s{}-{}{launch}.txt", c.head_dim, mask_name(c.mask), c.seqlen, schedule.name())
 }
 
 /// The GPU's name in a trace folder, written by `--keep-traces` (a fitted costs file names its GPU).
@@ -67,7 +73,7 @@ fn jobs(args: &CalibrateArgs) -> Result<Vec<(crate::sweep::Config, schedulers::S
         tokens: args.tokens,
         hidden: args.hidden,
         sms: args.sms,
-        launch: Some(LaunchArg::InOrder),
+        launch: Some(args.launch),
         max_heads_in_flight: None,
         split_tail: false,
         costs: base.costs,
@@ -89,6 +95,16 @@ fn jobs(args: &CalibrateArgs) -> Result<Vec<(crate::sweep::Config, schedulers::S
         return Err(bad_input("no schedule applies to the configurations given"));
     }
     Ok(jobs)
+}
+
+/// Only the sm90 main loop has a persistent launch (the portable one launches a CTA per unit).
+fn check_launch(args: &CalibrateArgs, main_loop: MainLoop) -> Result<()> {
+    if args.launch == LaunchArg::Persistent && main_loop.dq_writers() == 0 {
+        return Err(bad_input(
+            "--launch persistent: only the sm90 main loop has a persistent launch; give --arch sm90",
+        ));
+    }
+    Ok(())
 }
 
 pub fn run(args: CalibrateArgs) -> Result<()> {
@@ -121,6 +137,7 @@ pub fn run(args: CalibrateArgs) -> Result<()> {
                 .and_then(|t| t.lines().next().map(|l| l.trim().to_string()))
                 .filter(|l| !l.is_empty())
                 .unwrap_or_else(|| format!("unknown GPU (traces in {})", dir.display()));
+            check_launch(&args, arch.main_loop())?;
             (Source::Kept { dir: dir.clone(), gpu_name }, arch.main_loop())
         }
         None => {
@@ -131,6 +148,7 @@ pub fn run(args: CalibrateArgs) -> Result<()> {
             let nvcc = find_nvcc()?;
             let device = probe_device()?;
             let target = Target::for_device(args.gpu.arch, &device)?;
+            check_launch(&args, target.main_loop)?;
             let mut configs = Vec::new();
             for (_, s) in &jobs {
                 let k = trace_config(s, &target)?;
@@ -225,6 +243,7 @@ pub fn run(args: CalibrateArgs) -> Result<()> {
     };
     let mut file = CostsFile::new(&gpu_name, format!("{tool}, {date}, commit {commit}{from}"), entries);
     file.gpu_uuid = gpu_uuid;
+    file.traced_launch = Some(args.launch.into());
     file.save(&args.out)?;
     println!("{}", summary(&file));
     eprintln!("costs written to {}", args.out.display());
@@ -366,6 +385,61 @@ mod tests {
         let err = run(super::tests::args(&dir, &out)).unwrap_err();
         assert!(err.to_string().contains(&format!("1 of the {} traces", jobs.len())), "{err}");
         assert!(err.to_string().contains(&first), "{err}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn persistent_traces_are_kept_apart_and_fitted_as_persistent() {
+        // Traces of the persistent launch, whose producer stamps a unit's start before the previous unit's compute
+        // side is done: the fit reads the unit start from the compute side's end, and the costs file says which
+        // launch it traced.
+        let truth = CostModel {
+            compute: 5.0,
+            compute_partial: Some(5.5),
+            scale_by_fraction: false,
+            reduce: 3.0,
+            handoff: 0.4,
+            poll: 0.0,
+            kernel_epilogues: true,
+            dq_writers: 2,
+            dq_deferred: true,
+            unit_start: 1.5,
+            unit_finish: 0.8,
+            dkv_reduce: 3.0,
+        };
+        let dir = std::env::temp_dir().join(format!("dashc-kept-persistent-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let out = dir.join("costs.json");
+        let mut args = args(&dir, &out);
+        args.launch = LaunchArg::Persistent;
+        let jobs = jobs(&args).unwrap();
+        for (c, schedule) in &jobs {
+            assert_eq!(schedule.machine().launch, schedulers::LaunchPolicy::Persistent);
+            let name = trace_file_name(c, schedule);
+            assert!(name.ends_with("-persistent.txt"), "{name}");
+            let mut stamps = simulated_stamps(schedule, &truth).unwrap();
+            for u in stamps.iter_mut().filter(|u| u.start > 0.0) {
+                u.start -= 3.0;
+            }
+            std::fs::write(dir.join(name), crate::trace::to_text(schedule, &stamps)).unwrap();
+        }
+        std::fs::write(dir.join(DEVICE_FILE), "NVIDIA H100 80GB HBM3\n").unwrap();
+        run(args).unwrap();
+        let file = CostsFile::load(&out).unwrap();
+        assert_eq!(file.traced_launch(), schedulers::LaunchPolicy::Persistent);
+        let got = &file.entries[0].costs;
+        assert!((got.unit_start - 1.5).abs() < 1e-6 && (got.compute - 5.0).abs() < 1e-6, "{got:?}");
+        assert!(file.entries[0].fit.dispatch_gap.is_none());
+
+        // The in-order traces of the same flags are other files: none is there.
+        let err = run(super::tests::args(&dir, &out)).unwrap_err();
+        assert!(err.to_string().contains("are not in"), "{err}");
+        // The portable loop has no persistent launch.
+        let mut portable = super::tests::args(&dir, &out);
+        portable.launch = LaunchArg::Persistent;
+        portable.gpu.arch = Some(crate::args::ArchArg::Sm80);
+        let err = run(portable).unwrap_err();
+        assert!(err.to_string().contains("only the sm90 main loop has a persistent launch"), "{err}");
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

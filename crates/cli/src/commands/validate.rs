@@ -817,8 +817,9 @@ fn report(
     }
     let _ = writeln!(
         doc,
-        "**Calibration set** (traced by `dashc calibrate`, with the in-order launch, schedules {}): {}. **Held \
+        "**Calibration set** (traced by `dashc calibrate`, with the {} launch, schedules {}): {}. **Held \
          out**: every other configuration below. The error targets are judged on the held-out rows only.{}\n",
+        costs.traced_launch().name(),
         costs
             .entries
             .iter()
@@ -828,7 +829,7 @@ fn report(
             .collect::<Vec<_>>()
             .join(", "),
         calib_sets.join("; "),
-        if launch == LaunchPolicy::InOrder {
+        if launch == costs.traced_launch() {
             String::new()
         } else {
             format!(
@@ -1070,9 +1071,9 @@ fn report(
         );
     }
 
-    // Trace overhead over the calibration runs, which `dashc calibrate` traces with the in-order launch: a like-for-like
-    // pair only when these measurements are of that launch too.
-    if launch == LaunchPolicy::InOrder {
+    // Trace overhead over the calibration runs: a like-for-like pair only when these measurements are of the
+    // launch the calibration traced.
+    if launch == costs.traced_launch() {
         let mut over = Vec::new();
         for e in &costs.entries {
             for c in &e.calibrated_on {
@@ -1100,8 +1101,9 @@ fn report(
     } else {
         let _ = writeln!(
             doc,
-            "## Trace overhead\n\nNot measured here: the calibration traces ran with the in-order launch, these \
+            "## Trace overhead\n\nNot measured here: the calibration traces ran with the {} launch, these \
              measurements with the {} one.\n",
+            costs.traced_launch().name(),
             launch.name()
         );
     }
