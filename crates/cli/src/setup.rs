@@ -230,7 +230,13 @@ impl Setup {
     /// A refusal's text (the search's list of built-ins keeps them as text) in the terms of `--ideal`'s flags.
     pub fn in_ideal_terms(&self, reason: &str) -> String {
         if self.ideal {
-            reason.replace(schedulers::EVEN_KV_TILES_HINT, IDEAL_EVEN_TILES_HINT)
+            // The schedulers crate words the KV tile count from seqlen_k and block_n, which --ideal derives
+            // from --tiles.
+            let p = &self.problem;
+            let derived = format!("{} = ceil({} / {})", p.n_tiles(), p.seqlen_k(), p.block_n());
+            reason
+                .replace(schedulers::EVEN_KV_TILES_HINT, IDEAL_EVEN_TILES_HINT)
+                .replace(&derived, &format!("--tiles {}", p.n_tiles()))
         } else {
             reason.to_string()
         }

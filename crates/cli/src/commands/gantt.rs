@@ -123,7 +123,8 @@ pub fn simulate(shape: &ShapeArgs, compare: Option<&[String]>) -> Result<Timelin
             {
                 return Err(bad_input(format!("--compare {schedule}: {reason}")));
             }
-            Outcome::Skipped { .. } => {}
+            // The chart leaves it out; say so, as `simulate` does in its table.
+            Outcome::Skipped { schedule, reason } => eprintln!("{schedule}: skipped, {reason}"),
         }
     }
     Ok(TimelineFile::predicted(&setup, schedules))

@@ -215,11 +215,17 @@ fn ideal_refusals_name_the_flags_ideal_takes() {
         2,
         "--save-schedule needs a file name, not -",
     );
-    // The search lists the built-ins it compared with; under --ideal their hints name --tiles too.
+    // The search lists the built-ins it compared with; under --ideal their reasons name --tiles too.
     let search = dashc(&["search", "--ideal", "--tiles", "7", "--heads", "4", "--mask", "causal", "--iterations", "5"]);
     assert_eq!(search.status.code(), Some(0));
-    assert!(stdout(&search).contains("symmetric-shift: skipped, symmetric-shift needs an even number of kv tiles"));
-    assert!(stdout(&search).contains("use an even --tiles, or descending"), "{}", stdout(&search));
+    assert!(
+        stdout(&search).contains(
+            "symmetric-shift: skipped, symmetric-shift needs an even number of kv tiles (got --tiles 7); use an even \
+             --tiles, or descending"
+        ),
+        "{}",
+        stdout(&search)
+    );
 }
 
 #[test]

@@ -565,4 +565,17 @@ fn a_compared_split_that_makes_nothing_says_why() {
         2,
         "a split tail is made of a built-in",
     );
+    // Asked with the flag instead, the chart has the unsplit schedule alone and says why.
+    let dir = scratch("split-nothing");
+    let png = dir.join("g.png");
+    let out = dashc(
+        &[&["gantt", "-o", png.to_str().unwrap(), "--schedule", "shift", "--split-tail"][..], &shape[..]].concat(),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("shift+split: skipped, nothing to split: its 1056 units fill their last pass on 132 SMs"),
+        "{}",
+        stderr(&out)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }
