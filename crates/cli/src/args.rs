@@ -621,8 +621,8 @@ pub struct CalibrateArgs {
     /// Number of SMs, 1 to 4096 (132 on H100/H200/H800)
     #[arg(allow_negative_numbers = true, long, default_value_t = 132, value_name = "P", value_parser = sms_range())]
     pub sms: u32,
-    /// The launch to trace: in-order (a CTA per unit) or persistent (a CTA per SM walking its units, as `run`
-    /// and `bench` launch the sm90 loop); fit with the launch you will predict
+    /// The launch to trace: in-order (a CTA per unit) or persistent (sm90 only: a CTA per SM walking its units,
+    /// as `run` and `bench` launch it). In-order costs predicted the persistent runs better (docs/calibration.md)
     #[arg(long, value_enum, default_value = "in-order", value_name = "LAUNCH")]
     pub launch: LaunchArg,
     /// Output cost file

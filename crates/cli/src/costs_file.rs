@@ -27,8 +27,9 @@ pub struct CostsFile {
     pub time_unit: String,
     /// Tool version, date and commit of the calibration run.
     pub created_by: String,
-    /// The launch the calibration traces ran with (`calibrate --launch`); absent (files written before it was
-    /// recorded) means in-order. Under the persistent one the unit start is the compute side's move from one
+    /// The launch the calibration traces ran with (`calibrate --launch`) where it is not in-order; absent means
+    /// in-order (written only for the persistent launch, so that in-order files stay readable by earlier
+    /// versions, whose reader refuses unknown fields). Under the persistent one the unit start is the compute side's move from one
     /// unit to the next (docs/calibration.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub traced_launch: Option<schedulers::LaunchPolicy>,

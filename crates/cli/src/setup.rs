@@ -51,6 +51,8 @@ pub struct Calibrated {
     pub path: std::path::PathBuf,
     /// The fit behind the costs (this kernel build's entry), for reading a trace against it.
     pub fit: schedulers::calibrate::Fit,
+    /// The launch the calibration traced: a trace of the other one reads its unit starts differently.
+    pub traced_launch: schedulers::LaunchPolicy,
 }
 
 /// The result for one requested schedule: what the caller kept of its evaluation, or why it was skipped.
@@ -162,7 +164,12 @@ impl Setup {
             let file = crate::costs_file::CostsFile::load(path)?;
             let entry = file.entry(path, problem.head_dim(), problem.block_m(), problem.block_n())?;
             costs = entry.costs;
-            calibrated = Some(Calibrated { gpu: file.gpu.clone(), path: path.clone(), fit: entry.fit.clone() });
+            calibrated = Some(Calibrated {
+                gpu: file.gpu.clone(),
+                path: path.clone(),
+                fit: entry.fit.clone(),
+                traced_launch: file.traced_launch(),
+            });
         }
         // A tile's compute is the time every prediction is counted in: at 0 every makespan is 0, and the gaps
         // and the search's heads-in-flight limit (taken from the built-ins' timelines) mean nothing. The library

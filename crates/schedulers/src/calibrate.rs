@@ -190,10 +190,15 @@ impl Samples {
             }
         }
         let persistent = schedule.machine().launch == LaunchPolicy::Persistent;
-        // Per SM, the unit seen last there (in the order below).
-        let mut last_on_sm: Vec<(u32, usize)> = Vec::new();
-        // Persistent launch: the unit the same CTA ran before each unit, if any.
-        let mut previous: Vec<Option<usize>> = vec![None; units.len()];
+        // Per SM, the unit seen last there (in the order below), and the latest release of any add of the units
+        // seen there so far.
+        let mut last_on_sm: Vec<(u32, usize, f64)> = Vec::new();
+        // Persistent launch: the latest release of the adds of every unit the same CTA ran before each unit
+        // (minus infinity for its first). The CTA counts its staged partials across units, so a unit's first
+        // stagings take buffers whose last partial may be its previous unit's or, after a unit of fewer than k
+        // tasks, an earlier one's.
+        let mut earlier_release: Vec<f64> = vec![f64::NEG_INFINITY; units.len()];
+        let latest = |t: &UnitStamps| t.tasks.iter().map(|s| s.reduce_end).fold(f64::NEG_INFINITY, f64::max);
         // Units in order of their start, so that "the previous unit on this SM" is well defined. Under the
         // persistent launch the producer stamps a unit's start while the previous unit still computes: the order
         // is that of the first computes.
@@ -208,15 +213,17 @@ impl Samples {
             if t.tasks.is_empty() {
                 continue;
             }
-            let before = last_on_sm.iter_mut().find(|(sm, _)| *sm == t.sm);
+            let before = last_on_sm.iter_mut().find(|(sm, _, _)| *sm == t.sm);
             let load_from = match (persistent, before) {
                 (true, Some(slot)) => {
                     // The CTA's compute side goes on from its previous unit's end: no dispatch, and its producer
-                    // loaded K and V during that unit.
+                    // loaded K and V during that unit. Without the compute side's own end (a trace of the sm90
+                    // loop always has it) the load cannot be told from the previous unit's last adds.
                     let prev = &units[slot.1];
-                    previous[ui] = Some(slot.1);
+                    earlier_release[ui] = slot.2;
                     slot.1 = ui;
-                    if decoupled { prev.compute_end.unwrap_or(prev.end) } else { prev.end }
+                    slot.2 = slot.2.max(latest(t));
+                    if decoupled { prev.compute_end } else { Some(prev.end) }
                 }
                 (false, Some(slot)) => {
                     let gap = t.start - units[slot.1].end;
@@ -224,14 +231,16 @@ impl Samples {
                         self.dispatch_gap.push(gap);
                     }
                     slot.1 = ui;
-                    t.start
+                    Some(t.start)
                 }
                 (_, None) => {
-                    last_on_sm.push((t.sm, ui));
-                    t.start
+                    last_on_sm.push((t.sm, ui, latest(t)));
+                    Some(t.start)
                 }
             };
-            self.unit_load.push(t.tasks[0].compute_start - load_from);
+            if let Some(from) = load_from {
+                self.unit_load.push(t.tasks[0].compute_start - from);
+            }
             let last = t.tasks.len() - 1;
             if !decoupled {
                 self.unit_finish.push(t.end - t.tasks[last].reduce_end);
@@ -242,7 +251,7 @@ impl Samples {
                     k,
                     self.dq_deferred,
                     last,
-                    latest_release(units, previous[ui]),
+                    earlier_release[ui],
                 )
             {
                 // From the last compute start to the compute side's end is that task's compute plus the dK/dV
@@ -257,7 +266,7 @@ impl Samples {
                 // unless a staging in that span may have waited for its buffer, which is excluded. The unit's
                 // last task has no next start: its compute end is left to `unit_finish`. Under the persistent
                 // launch the CTA's buffers may still hold its previous unit's partials.
-                let previous_release = latest_release(units, previous[ui]);
+                let previous_release = earlier_release[ui];
                 for i in 0..t.tasks.len().saturating_sub(1) {
                     let (v, next) = (u.visits[i], u.visits[i + 1]);
                     if staging_may_have_waited(&u.visits, &t.tasks, k, self.dq_deferred, i, previous_release) {
@@ -546,11 +555,6 @@ pub fn split(v: &[f64]) -> Option<HandoffSplit> {
     Some(HandoffSplit { near, far, far_fraction: (n - k) as f64 / n as f64 })
 }
 
-/// The latest release (reduce end) of a unit's adds; minus infinity for none (a CTA's first unit).
-fn latest_release(units: &[UnitStamps], unit: Option<usize>) -> f64 {
-    unit.map_or(f64::NEG_INFINITY, |u| units[u].tasks.iter().map(|s| s.reduce_end).fold(f64::NEG_INFINITY, f64::max))
-}
-
 /// Whether a staging of a dQ partial during compute `i` of a unit may have waited for its buffer (decoupled writers,
 /// `k` buffers). Partials are staged in task order, so task j's buffer last held task j - k, and staging j waited only
 /// if task j - k was released after compute i had started. Staged during compute i: task i (after it), or under the
@@ -559,8 +563,8 @@ fn latest_release(units: &[UnitStamps], unit: Option<usize>) -> f64 {
 /// when compute i starts) and leave the fit the units' second visits alone. The check of a KV tile's own flush is
 /// conservative (the flush follows compute i's end, which no stamp gives): it drops nearly every KV-switch sample,
 /// which only the unit-finish fallback uses, never with sm90 traces (they stamp the consumers' end). A task j < k
-/// stages into a buffer that held one of the CTA's previous unit's partials (persistent launch), released by
-/// `previous_release` at the latest (minus infinity for a CTA's first unit).
+/// stages into a buffer whose last partial was one of the CTA's earlier units' (persistent launch), released by
+/// `previous_release` at the latest: the latest release of all of them (minus infinity for a CTA's first unit).
 fn staging_may_have_waited(
     visits: &[Visit],
     tasks: &[TaskStamps],
@@ -798,9 +802,9 @@ mod tests {
     fn simulated_persistent_traces_give_back_their_costs() {
         // The persistent launch of the sm90 loop: one CTA per SM walks its units; the compute side goes on to the
         // next unit at its dK/dV end while the writers still add the previous unit's partials, and the producer
-        // stamps the next unit's start early (here 4 before the previous unit's compute-side end). The load is
-        // read from the compute side's end, and stagings that may have waited for the previous unit's adds are
-        // left out.
+        // stamps the next unit's start early (here 100 before the previous unit's compute-side end, more than a unit
+        // lasts, so that the units cannot be ordered by their start stamps). The load is read from the compute
+        // side's end, and stagings that may have waited for the previous unit's adds are left out.
         let costs = CostModel { dq_writers: 2, dq_deferred: true, poll: 0.0, reduce: 3.0, ..truth() };
         let mut samples = Samples { dq_writers: 2, dq_deferred: true, ..Samples::default() };
         let mut waited_across_units = false;
@@ -822,7 +826,7 @@ mod tests {
                 }
             });
             for u in stamps.iter_mut().filter(|u| u.start > 0.0) {
-                u.start -= 4.0;
+                u.start -= 100.0;
             }
             samples.add_run(&s, &stamps).unwrap();
         }

@@ -101,7 +101,8 @@ fn jobs(args: &CalibrateArgs) -> Result<Vec<(crate::sweep::Config, schedulers::S
 fn check_launch(args: &CalibrateArgs, main_loop: MainLoop) -> Result<()> {
     if args.launch == LaunchArg::Persistent && main_loop.dq_writers() == 0 {
         return Err(bad_input(
-            "--launch persistent: only the sm90 main loop has a persistent launch; give --arch sm90",
+            "--launch persistent: only the sm90 main loop has a persistent launch, and this calibration would trace \
+             the portable one (--arch sm80, or a GPU without sm_90a)",
         ));
     }
     Ok(())
@@ -118,6 +119,7 @@ pub fn run(args: CalibrateArgs) -> Result<()> {
             let arch = args.gpu.arch.ok_or_else(|| {
                 bad_input("--from-traces needs --arch: the main loop whose trace build wrote the traces (sm80 or sm90)")
             })?;
+            check_launch(&args, arch.main_loop())?;
             if !dir.is_dir() {
                 return Err(bad_input(format!("--from-traces: {} is not a folder", dir.display())));
             }
@@ -137,7 +139,6 @@ pub fn run(args: CalibrateArgs) -> Result<()> {
                 .and_then(|t| t.lines().next().map(|l| l.trim().to_string()))
                 .filter(|l| !l.is_empty())
                 .unwrap_or_else(|| format!("unknown GPU (traces in {})", dir.display()));
-            check_launch(&args, arch.main_loop())?;
             (Source::Kept { dir: dir.clone(), gpu_name }, arch.main_loop())
         }
         None => {
@@ -243,7 +244,8 @@ pub fn run(args: CalibrateArgs) -> Result<()> {
     };
     let mut file = CostsFile::new(&gpu_name, format!("{tool}, {date}, commit {commit}{from}"), entries);
     file.gpu_uuid = gpu_uuid;
-    file.traced_launch = Some(args.launch.into());
+    file.traced_launch =
+        Some(schedulers::LaunchPolicy::from(args.launch)).filter(|launch| *launch != schedulers::LaunchPolicy::InOrder);
     file.save(&args.out)?;
     println!("{}", summary(&file));
     eprintln!("costs written to {}", args.out.display());
@@ -366,6 +368,9 @@ mod tests {
         run(args).unwrap();
         let file = CostsFile::load(&out).unwrap();
         assert_eq!(file.gpu, "NVIDIA H100 80GB HBM3");
+        // In-order files carry no launch field: earlier versions, which refuse unknown fields, still read them.
+        assert_eq!(file.traced_launch(), schedulers::LaunchPolicy::InOrder);
+        assert!(!std::fs::read_to_string(&out).unwrap().contains("traced_launch"));
         let got = &file.entries[0].costs;
         assert!(got.dq_writers == 2 && got.dq_deferred, "{got:?}");
         let close = |a: f64, b: f64| (a - b).abs() < 1e-6;
@@ -419,7 +424,7 @@ mod tests {
             assert!(name.ends_with("-persistent.txt"), "{name}");
             let mut stamps = simulated_stamps(schedule, &truth).unwrap();
             for u in stamps.iter_mut().filter(|u| u.start > 0.0) {
-                u.start -= 3.0;
+                u.start -= 100.0;
             }
             std::fs::write(dir.join(name), crate::trace::to_text(schedule, &stamps)).unwrap();
         }

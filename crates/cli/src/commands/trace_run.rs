@@ -84,6 +84,15 @@ pub fn trace(
         Ok(()) => {
             let calibration = setup.calibrated.as_ref().map(|c| c.fit.phases());
             print!("\n{}", phase_table(&samples.phases(), calibration.as_ref()));
+            let launch = schedule.machine().launch;
+            if let Some(c) = setup.calibrated.as_ref().filter(|c| c.traced_launch != launch) {
+                println!(
+                    "(this trace ran the {} launch, the calibration the {}: their unit loads are measured from \
+                     different points, docs/calibration.md)",
+                    launch.name(),
+                    c.traced_launch.name()
+                );
+            }
         }
         Err(e) => println!("phases of this trace: not fitted ({e})"),
     }
