@@ -154,6 +154,7 @@ impl Setup {
             unit_start: c.unit_start,
             unit_finish: c.unit_finish,
             dkv_reduce: c.dkv_reduce.unwrap_or(c.reduce),
+            variability: None,
         };
         let mut calibrated = None;
         if let Some(path) = &c.costs {

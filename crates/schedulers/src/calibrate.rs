@@ -152,6 +152,13 @@ pub struct Fit {
     pub unit_finish: Stat,
 }
 
+/// The 10th-90th percentile span of a standard normal.
+const NORMAL_P10_P90_SPAN: f64 = 2.563;
+
+/// How many simulated runs a prediction under fitted variability averages: at 8 the mean's own spread (the
+/// draws are independent between runs) stays well under the 2% that a schedule choice is judged by.
+pub const VARIABILITY_RUNS: u32 = 8;
+
 /// Fewer partial-tile samples than this and the partial cost is not fitted separately.
 const MIN_PARTIAL: usize = 8;
 
@@ -435,6 +442,19 @@ impl Samples {
             unit_start: unit_start.max(0.0),
             unit_finish: unit_finish.trimmed_mean,
             dkv_reduce: reduce.trimmed_mean,
+            // The sm90 loop's model draws its phases around their costs (`CostModel::variability`), each with the
+            // standard deviation a normal of the same 10th-90th percentile span has.
+            variability: (self.dq_writers > 0).then(|| {
+                let sd = |s: Stat| (s.p90 - s.p10) / NORMAL_P10_P90_SPAN;
+                crate::Variability {
+                    compute: sd(compute_full),
+                    reduce: sd(reduce),
+                    handoff: sd(handoff),
+                    unit_start: sd(unit_load),
+                    unit_finish: sd(unit_finish),
+                    runs: VARIABILITY_RUNS,
+                }
+            }),
         };
         Ok(Fit {
             costs,
@@ -695,6 +715,7 @@ mod tests {
             unit_start: 1.5,
             unit_finish: 0.8,
             dkv_reduce: 2.0,
+            variability: None,
         }
     }
 
@@ -737,6 +758,7 @@ mod tests {
         assert!(close(got.handoff, 0.4), "{got:?}");
         assert!(close(got.poll, 0.3) && fit.poll.unwrap().n > 0, "{got:?}");
         assert!(got.kernel_epilogues);
+        assert!(got.variability.is_none(), "the portable loop's model has constant phases");
         assert!(close(got.unit_start, 1.5), "{got:?}");
         assert!(close(got.unit_finish, 0.8), "{got:?}");
         assert!(fit.handoff.n > 0 && fit.handoff_split.is_none());
@@ -777,8 +799,24 @@ mod tests {
         // release decides whether compute i waited.
         let costs = CostModel { dq_writers: 2, dq_deferred: true, poll: 0.0, reduce: 3.0, ..truth() };
         let samples = samples_of_simulated_runs(&costs, 2);
-        let got = samples.fit().unwrap().costs;
+        let fit = samples.fit().unwrap();
+        let got = fit.costs;
         assert!(got.dq_deferred);
+        // Each phase's spread is that of its samples (none here: the simulator's phases are constant).
+        let v = got.variability.expect("the sm90 loop's model draws its phases");
+        assert_eq!(v.runs, VARIABILITY_RUNS);
+        let spread = |s: Stat| (s.p90 - s.p10) / NORMAL_P10_P90_SPAN;
+        assert_eq!(
+            [v.compute, v.reduce, v.handoff, v.unit_start, v.unit_finish],
+            [
+                spread(fit.compute_full),
+                spread(fit.reduce),
+                spread(fit.handoff),
+                spread(fit.unit_load),
+                spread(fit.unit_finish)
+            ]
+        );
+        assert!([v.compute, v.reduce, v.handoff].iter().all(|x| x.abs() < 1e-9), "{v:?}");
         assert!(close(got.compute, 5.0), "{got:?}");
         assert!(close(got.compute_partial.unwrap(), 5.5), "{got:?}");
         assert!(close(got.reduce, 3.0), "{got:?}");

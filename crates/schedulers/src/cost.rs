@@ -56,7 +56,31 @@ pub struct CostModel {
     pub unit_finish: f64,
     /// Adding one dK/dV partial into the accumulator of a KV head (GQA only).
     pub dkv_reduce: f64,
+    /// Decoupled dQ writers only: how much each phase varies from one occurrence to the next, as calibrated.
+    /// The simulator then draws every phase's duration around its cost and predicts the mean makespan of a few
+    /// such runs: a chain of adds with little slack waits more, and the last SM ends later, than constant costs
+    /// say. `None`: every phase takes its cost (the idealized model, the portable loop, older costs files).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variability: Option<Variability>,
 }
+
+/// The standard deviation of each phase's duration (in the costs' unit) and how many simulated runs the
+/// prediction averages. A phase of cost c and deviation s lasts c + s·z, z a draw of mean 0 and variance 1 cut at
+/// ±2.5 (never below 0), keyed by the run, the unit, the visit and the phase: the same inputs give the same
+/// prediction, whatever the order in which the simulator meets them.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Variability {
+    pub compute: f64,
+    pub reduce: f64,
+    pub handoff: f64,
+    pub unit_start: f64,
+    pub unit_finish: f64,
+    pub runs: u32,
+}
+
+/// The most simulated runs a prediction under [`Variability`] may average.
+pub const MAX_VARIABILITY_RUNS: u32 = 64;
 
 impl CostModel {
     /// The paper's idealized costs: constant compute `c`, reduce `r`, free edges and no overheads.
@@ -74,6 +98,7 @@ impl CostModel {
             unit_start: 0.0,
             unit_finish: 0.0,
             dkv_reduce: r,
+            variability: None,
         }
     }
 
@@ -91,6 +116,11 @@ impl CostModel {
         if self.dq_deferred && self.dq_writers == 0 {
             return Err(crate::ScheduleError::DeferredWithoutWriters);
         }
+        if let Some(v) = self.variability
+            && !(1..=MAX_VARIABILITY_RUNS).contains(&v.runs)
+        {
+            return Err(crate::ScheduleError::BadCost { name: "variability-runs", value: v.runs as f64 });
+        }
         let fields = [
             ("compute", Some(self.compute)),
             ("compute-partial", self.compute_partial),
@@ -100,6 +130,11 @@ impl CostModel {
             ("unit-start", Some(self.unit_start)),
             ("unit-finish", Some(self.unit_finish)),
             ("dkv-reduce", Some(self.dkv_reduce)),
+            ("variability-compute", self.variability.map(|v| v.compute)),
+            ("variability-reduce", self.variability.map(|v| v.reduce)),
+            ("variability-handoff", self.variability.map(|v| v.handoff)),
+            ("variability-unit-start", self.variability.map(|v| v.unit_start)),
+            ("variability-unit-finish", self.variability.map(|v| v.unit_finish)),
         ];
         for (name, value) in fields {
             if let Some(v) = value

@@ -24,7 +24,7 @@ mod split;
 
 pub use bounds::{Bounds, decoupled_critical_path};
 pub use builtin::{EVEN_KV_TILES, EVEN_KV_TILES_HINT, ScheduleKind};
-pub use cost::{CostModel, MAX_COST};
+pub use cost::{CostModel, MAX_COST, MAX_VARIABILITY_RUNS, Variability};
 pub use error::ScheduleError;
 pub use evaluate::{Evaluation, EvaluationSummary, evaluate};
 pub use file::{

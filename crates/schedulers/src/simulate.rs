@@ -259,11 +259,22 @@ fn holder_state(resident: bool, launched: bool) -> &'static str {
 }
 
 /// Simulates `schedule` on its machine under `costs`. With `record_timeline`, every segment is kept (memory
-/// grows with the task count: callers should limit it to problems of modest size).
+/// grows with the task count: callers should limit it to problems of modest size). Under
+/// `CostModel::variability` (decoupled writers) it simulates `runs` runs with drawn phase durations: the makespan
+/// is their mean, and the timeline, the per-SM statistics and the unit times are the first run's.
 pub fn simulate(schedule: &Schedule, costs: &CostModel, record_timeline: bool) -> Result<Simulation, ScheduleError> {
     costs.check()?;
     if costs.decoupled() {
-        return simulate_decoupled(schedule, costs, record_timeline);
+        let Some(v) = costs.variability else {
+            return simulate_decoupled(schedule, costs, record_timeline, None);
+        };
+        let mut first = simulate_decoupled(schedule, costs, record_timeline, Some(Draws { v, run: 1 }))?;
+        let mut total = first.makespan;
+        for run in 2..=v.runs {
+            total += simulate_decoupled(schedule, costs, false, Some(Draws { v, run }))?.makespan;
+        }
+        first.makespan = total / v.runs as f64;
+        return Ok(first);
     }
     let problem = schedule.problem();
     let machine = schedule.machine();
@@ -447,6 +458,57 @@ pub fn simulate(schedule: &Schedule, costs: &CostModel, record_timeline: bool) -
     Ok(books.finish())
 }
 
+/// The phases whose durations vary under `CostModel::variability`.
+#[derive(Clone, Copy)]
+enum Phase {
+    Compute = 0,
+    Reduce = 1,
+    Handoff = 2,
+    UnitStart = 3,
+    UnitFinish = 4,
+}
+
+/// One simulated run under `CostModel::variability`: each phase's draw is a hash of (run, unit, visit, phase),
+/// so it does not depend on the order in which the simulator meets the phases.
+#[derive(Clone, Copy)]
+struct Draws {
+    v: crate::Variability,
+    run: u32,
+}
+
+impl Draws {
+    fn duration(&self, cost: f64, phase: Phase, unit: usize, task: usize) -> f64 {
+        let sd = match phase {
+            Phase::Compute => self.v.compute,
+            Phase::Reduce => self.v.reduce,
+            Phase::Handoff => self.v.handoff,
+            Phase::UnitStart => self.v.unit_start,
+            Phase::UnitFinish => self.v.unit_finish,
+        };
+        if sd == 0.0 {
+            return cost;
+        }
+        let key = ((self.run as u64) << 56) ^ ((unit as u64) << 24) ^ ((task as u64) << 4) ^ phase as u64;
+        // Irwin-Hall of four uniforms, scaled to variance 1: close to normal, and cut at ±2.5.
+        let mut h = splitmix64(key);
+        let mut sum = 0.0;
+        for _ in 0..4 {
+            h = splitmix64(h);
+            sum += (h >> 11) as f64 / (1u64 << 53) as f64;
+        }
+        let z = ((sum - 2.0) * 3.0f64.sqrt()).clamp(-2.5, 2.5);
+        (cost + sd * z).max(0.0)
+    }
+}
+
+/// SplitMix64's finalizer: a well-mixed 64-bit hash of `x`.
+fn splitmix64(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
 /// An SM under `CostModel::dq_writers` = k: the compute side and k writers, one per staging buffer.
 #[derive(Clone)]
 struct DecoupledSm {
@@ -499,7 +561,13 @@ fn simulate_decoupled(
     schedule: &Schedule,
     costs: &CostModel,
     record_timeline: bool,
+    draws: Option<Draws>,
 ) -> Result<Simulation, ScheduleError> {
+    // A phase's duration: its cost, or under variability a draw around it (never negative).
+    let drawn = |cost: f64, phase: Phase, unit: usize, task: usize| match draws {
+        None => cost,
+        Some(d) => d.duration(cost, phase, unit, task),
+    };
     let problem = schedule.problem();
     if problem.group() > 1 {
         return Err(ScheduleError::BadCost {
@@ -553,7 +621,7 @@ fn simulate_decoupled(
     // launch, or the first unit of a persistent one) starts with idle writers.
     let start_unit = |s: &mut DecoupledSm, books: &mut Books, st: &mut SmStats, sm: u32, next: usize, time: f64| {
         let unit = &units[next];
-        let loaded = time + costs.unit_start();
+        let loaded = time + drawn(costs.unit_start(), Phase::UnitStart, next, 0);
         books.record(segment(sm, next, unit.visits[0], SegmentKind::Start, time, loaded));
         st.busy += loaded - time;
         st.units += 1;
@@ -593,7 +661,7 @@ fn simulate_decoupled(
     let write_dkv = |s: &DecoupledSm, books: &mut Books, st: &mut SmStats, sm: u32| {
         let ui = s.unit as usize;
         let last = units[ui].visits[units[ui].visits.len() - 1];
-        let written = s.compute_free + costs.unit_finish();
+        let written = s.compute_free + drawn(costs.unit_finish(), Phase::UnitFinish, ui, units[ui].visits.len());
         books.record(segment(sm, ui, last, SegmentKind::Finish, s.compute_free, written));
         st.busy += written - s.compute_free;
         (ui, written)
@@ -631,8 +699,12 @@ fn simulate_decoupled(
                 }
                 s.parked[b] = false;
                 let ready = staged.max(s.writer_free[b]);
-                let start = if v.rank == 0 { ready } else { ready.max(dq.released_at[tile] + handoff) };
-                let release = start + costs.reduce();
+                let start = if v.rank == 0 {
+                    ready
+                } else {
+                    ready.max(dq.released_at[tile] + drawn(handoff, Phase::Handoff, ui, t))
+                };
+                let release = start + drawn(costs.reduce(), Phase::Reduce, ui, t);
                 books.record(segment(sm, ui, v, SegmentKind::Reduce, start, release));
                 s.writer_free[b] = release;
                 s.held[b] = None;
@@ -642,10 +714,12 @@ fn simulate_decoupled(
                 dq.count[tile] += 1;
                 dq.released_at[tile] = release;
                 let want = dq.count[tile];
-                // Wake the SM whose writer holds the next rank of this tile; it recomputes its start.
+                // Wake the SM whose writer holds the next rank of this tile; it recomputes its start (its hand-off
+                // may be drawn shorter than the cost: wake it at the release).
                 if let Some(at) = dq.parked[tile].iter().position(|&(r, _)| r == want) {
                     let (_, waiter) = dq.parked[tile].swap_remove(at);
-                    heap.push(Event { time: release + handoff, sm: waiter });
+                    let wake = if draws.is_some() { release } else { release + handoff };
+                    heap.push(Event { time: wake, sm: waiter });
                 }
                 moved = true;
             }
@@ -677,14 +751,14 @@ fn simulate_decoupled(
                     if costs.kernel_epilogues && t > 0 && unit.visits[t - 1].kv != v.kv {
                         // Write dK/dV of the old KV tile, load the new K/V.
                         let prev = unit.visits[t - 1];
-                        let written = start + costs.unit_finish();
+                        let written = start + drawn(costs.unit_finish(), Phase::UnitFinish, ui, t);
                         books.record(segment(sm, ui, prev, SegmentKind::Finish, start, written));
-                        let loaded = written + costs.unit_start();
+                        let loaded = written + drawn(costs.unit_start(), Phase::UnitStart, ui, t);
                         books.record(segment(sm, ui, v, SegmentKind::Start, written, loaded));
                         st.busy += loaded - start;
                         start = loaded;
                     }
-                    let end = start + costs.compute(v.fraction());
+                    let end = start + drawn(costs.compute(v.fraction()), Phase::Compute, ui, t);
                     books.record(segment(sm, ui, v, SegmentKind::Compute, start, end));
                     st.busy += end - start;
                     s.compute_free = end;

@@ -353,6 +353,7 @@ mod tests {
             unit_start: 1.5,
             unit_finish: 0.8,
             dkv_reduce: 3.0,
+            variability: None,
         };
         let dir = std::env::temp_dir().join(format!("dashc-kept-traces-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
@@ -411,6 +412,7 @@ mod tests {
             unit_start: 1.5,
             unit_finish: 0.8,
             dkv_reduce: 3.0,
+            variability: None,
         };
         let dir = std::env::temp_dir().join(format!("dashc-kept-persistent-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();

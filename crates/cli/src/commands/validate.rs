@@ -645,6 +645,8 @@ struct Row {
     /// The uncalibrated (idealized) model's makespan, in tile-compute units.
     ideal: f64,
     /// The calibrated costs without the kernel terms (`poll` 0, `kernel_epilogues` off), µs.
+    /// The calibrated model with every phase at its cost (no variability).
+    constant: f64,
     without_kernel_terms: f64,
     /// The calibrated phase costs with free hand-offs and no kernel terms: the paper's model, measured constants.
     free_handoffs: f64,
@@ -711,10 +713,21 @@ fn report(
         };
         let calibrated = predict(&args.configs.costs, &|c| c)?;
         let ideal = predict(&uncalibrated, &|c| c)?;
-        let without_kernel_terms =
-            predict(&args.configs.costs, &|c| CostModel { poll: 0.0, kernel_epilogues: false, ..c })?;
-        let free_handoffs =
-            predict(&args.configs.costs, &|c| CostModel { handoff: 0.0, poll: 0.0, kernel_epilogues: false, ..c })?;
+        // The simpler models take every phase at its cost (no variability).
+        let constant = predict(&args.configs.costs, &|c| CostModel { variability: None, ..c })?;
+        let without_kernel_terms = predict(&args.configs.costs, &|c| CostModel {
+            poll: 0.0,
+            kernel_epilogues: false,
+            variability: None,
+            ..c
+        })?;
+        let free_handoffs = predict(&args.configs.costs, &|c| CostModel {
+            handoff: 0.0,
+            poll: 0.0,
+            kernel_epilogues: false,
+            variability: None,
+            ..c
+        })?;
         let entry =
             costs.entry(costs_path, *hd, dag_model::default_blocks(*hd).0, dag_model::default_blocks(*hd).1).ok();
         let calibration = entry.is_some_and(|e| e.calibrated_on.iter().any(|c| &c.mask == mask && c.seqlen == *seqlen));
@@ -740,6 +753,7 @@ fn report(
                 predicted_us: lookup(&calibrated, &r.schedule)?,
                 clocks: r.sm_mhz.zip(r.clock_limited_share),
                 ideal: lookup(&ideal, &r.schedule)?,
+                constant: lookup(&constant, &r.schedule)?,
                 without_kernel_terms: lookup(&without_kernel_terms, &r.schedule)?,
                 free_handoffs: lookup(&free_handoffs, &r.schedule)?,
             });
@@ -1235,23 +1249,29 @@ fn write_model_ablation(doc: &mut String, rows: &[Row], decoupled: bool) {
     let scale = quantile(rows.iter().filter(|r| r.calibration).map(|r| r.measured_us / r.ideal).collect(), 0.5);
     // Under decoupled dQ writers (the sm90 main loop) the measured-cost models keep the writers; those have no
     // early semaphore read to miss, so the last step adds the K/V epilogues alone.
-    let (kernel_terms, calibrated) = if decoupled {
-        (
-            "+ hand-off latency, without the kernel's K/V epilogues (decoupled dQ writers throughout)",
-            "+ K/V epilogues (the calibrated model)",
-        )
+    let (kernel_terms, epilogues) = if decoupled {
+        ("+ hand-off latency, without the kernel's K/V epilogues (decoupled dQ writers throughout)", "+ K/V epilogues")
     } else {
         (
             "+ hand-off latency, without the kernel's poll and K/V epilogues",
-            "+ poll after a missed early read, K/V epilogues (the calibrated model)",
+            "+ poll after a missed early read, K/V epilogues",
         )
     };
-    let models: [(&str, &Prediction); 4] = [
-        ("idealized: compute 1, reduce 0.25, free hand-offs (one scale factor fitted)", &|r| r.ideal * scale),
+    // Costs with variability add a last line; without it the epilogues' line is the calibrated model.
+    let varied = rows.iter().any(|r| r.constant != r.predicted_us);
+    let epilogues = if varied { epilogues.to_string() } else { format!("{epilogues} (the calibrated model)") };
+    let ideal = |r: &Row| r.ideal * scale;
+    let mut models: Vec<(&str, &Prediction)> = vec![
+        ("idealized: compute 1, reduce 0.25, free hand-offs (one scale factor fitted)", &ideal),
         ("measured phase costs, free hand-offs (the paper's model with calibrated constants)", &|r| r.free_handoffs),
         (kernel_terms, &|r| r.without_kernel_terms),
-        (calibrated, &|r| r.predicted_us),
+        (&epilogues, &|r| r.constant),
     ];
+    if varied {
+        models.push(("+ phase durations drawn around their costs, mean of the runs (the calibrated model)", &|r| {
+            r.predicted_us
+        }));
+    }
     let pct = |x: f64| if x.is_nan() { "-".to_string() } else { format!("{:.1}%", 100.0 * x) };
     let held: Vec<&Row> = rows.iter().filter(|r| !r.calibration).collect();
     let mut keys: Vec<&(String, u32, u32)> = rows.iter().map(|r| &r.key).collect();
@@ -1362,6 +1382,7 @@ mod tests {
             predicted_us,
             clocks: mhz.map(|m| (m, 0.5)),
             ideal: 1.0,
+            constant: predicted_us,
             without_kernel_terms: predicted_us,
             free_handoffs: predicted_us,
         }

@@ -58,6 +58,7 @@ fn case() -> impl Strategy<Value = (Problem, Mask, Machine, CostModel)> {
                 unit_start: o,
                 unit_finish: o / 2.0,
                 dkv_reduce: r,
+                variability: None,
             };
             (p, mask, Machine { sms, launch }, costs)
         })
