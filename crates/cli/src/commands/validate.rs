@@ -814,10 +814,18 @@ fn report(
         "Measured: {statistic} of the deterministic timing build (CUDA events; no trace code){}, \
          which is what the simulator predicts (pre- and post-processing are not modelled). Predicted: the \
          simulated makespan of the same schedule on {} SMs with the {} launch (the measurements' own) under the \
-         calibrated costs. Error = |predicted − measured| / measured.\n",
+         calibrated costs{}. Error = |predicted − measured| / measured.\n",
         rounds,
         machine.sms,
-        launch.name()
+        launch.name(),
+        match costs.entries.iter().find_map(|e| e.costs.variability) {
+            Some(v) => format!(
+                ", the mean of {} simulated runs whose phase durations are drawn around their costs with the \
+                 calibration's spread (docs/calibration.md, \"Phase variability\")",
+                v.runs
+            ),
+            None => String::new(),
+        }
     );
     // Calibration and held-out sets.
     let mut calib_sets = Vec::new();
