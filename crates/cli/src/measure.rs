@@ -67,7 +67,7 @@ pub fn measure_setup(
     let mut prepared = setup.evaluate_each(false, |e| {
         let det = generate(&e.schedule, &det_config, &templates, &target.env);
         let nondet = with_nondeterministic.then(|| generate(&e.schedule, &nondet_config, &templates, &target.env));
-        (e.schedule.name().to_string(), e.makespan(), det, nondet)
+        (e.schedule.name().to_string(), setup.predicted(&e), det, nondet)
     })?;
     let opts = HarnessOptions {
         reps: gpu.reps,

@@ -235,6 +235,17 @@ impl Setup {
         }
     }
 
+    /// What the model predicts the GPU takes for an evaluated schedule: its makespan, or under calibrated phase
+    /// variability the mean of the varied runs (`schedulers::predicted_makespan`). The simulation was checked
+    /// already, so the varied runs cannot fail; were one to, the constant-phase makespan stands.
+    pub fn predicted(&self, e: &schedulers::Evaluation) -> f64 {
+        if self.costs.variability.is_some() && self.costs.decoupled() {
+            schedulers::predicted_makespan(&e.schedule, &self.costs).unwrap_or(e.makespan())
+        } else {
+            e.makespan()
+        }
+    }
+
     /// A refusal's text (the search's list of built-ins keeps them as text) in the terms of `--ideal`'s flags.
     pub fn in_ideal_terms(&self, reason: &str) -> String {
         if self.ideal {

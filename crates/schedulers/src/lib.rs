@@ -37,7 +37,7 @@ pub use search::{
     BuiltinResult, CANDIDATES_PER_ROUND, HeadsLimit, ProblemBounds, Progress, SearchConfig, SearchError, SearchResult,
     SeedResult, search,
 };
-pub use simulate::{Segment, SegmentKind, Simulation, SmStats, simulate};
+pub use simulate::{Segment, SegmentKind, Simulation, SmStats, predicted_makespan, simulate};
 pub use split::{NoSplit, SPLIT_SUFFIX, split_tail, split_tail_or_why};
 
 pub use dag_model::{Mask, Order, Problem, ProblemSpec, TileMask, Unit, Visit};

@@ -258,23 +258,31 @@ fn holder_state(resident: bool, launched: bool) -> &'static str {
     }
 }
 
-/// Simulates `schedule` on its machine under `costs`. With `record_timeline`, every segment is kept (memory
-/// grows with the task count: callers should limit it to problems of modest size). Under
-/// `CostModel::variability` (decoupled writers) it simulates `runs` runs with drawn phase durations: the makespan
-/// is their mean, and the timeline, the per-SM statistics and the unit times are the first run's.
+/// What the model predicts the GPU takes for `schedule`: the makespan of [`simulate`], or under
+/// `CostModel::variability` (decoupled writers) the mean makespan of `runs` simulations whose phase durations are
+/// drawn around their costs. The analyzer's simulations, timelines and lower bounds are of constant phases; this is
+/// the number compared with a GPU's time (`run`, `bench`, `validate`).
+pub fn predicted_makespan(schedule: &Schedule, costs: &CostModel) -> Result<f64, ScheduleError> {
+    costs.check()?;
+    match costs.variability.filter(|_| costs.decoupled()) {
+        None => Ok(simulate(schedule, costs, false)?.makespan),
+        Some(v) => {
+            let mut total = 0.0;
+            for run in 1..=v.runs {
+                total += simulate_decoupled(schedule, costs, false, Some(Draws { v, run }))?.makespan;
+            }
+            Ok(total / v.runs as f64)
+        }
+    }
+}
+
+/// Simulates `schedule` on its machine under `costs`, every phase at its cost (`CostModel::variability` is for
+/// [`predicted_makespan`]). With `record_timeline`, every segment is kept (memory grows with the task count:
+/// callers should limit it to problems of modest size).
 pub fn simulate(schedule: &Schedule, costs: &CostModel, record_timeline: bool) -> Result<Simulation, ScheduleError> {
     costs.check()?;
     if costs.decoupled() {
-        let Some(v) = costs.variability else {
-            return simulate_decoupled(schedule, costs, record_timeline, None);
-        };
-        let mut first = simulate_decoupled(schedule, costs, record_timeline, Some(Draws { v, run: 1 }))?;
-        let mut total = first.makespan;
-        for run in 2..=v.runs {
-            total += simulate_decoupled(schedule, costs, false, Some(Draws { v, run }))?.makespan;
-        }
-        first.makespan = total / v.runs as f64;
-        return Ok(first);
+        return simulate_decoupled(schedule, costs, record_timeline, None);
     }
     let problem = schedule.problem();
     let machine = schedule.machine();
@@ -468,8 +476,8 @@ enum Phase {
     UnitFinish = 4,
 }
 
-/// One simulated run under `CostModel::variability`: each phase's draw is a hash of (run, unit, visit, phase),
-/// so it does not depend on the order in which the simulator meets the phases.
+/// One simulated run under `CostModel::variability`: each phase's draw is a hash of (run, tile, phase), so it
+/// does not depend on the order in which the simulator meets the phases, nor on the schedule.
 #[derive(Clone, Copy)]
 struct Draws {
     v: crate::Variability,
@@ -477,7 +485,7 @@ struct Draws {
 }
 
 impl Draws {
-    fn duration(&self, cost: f64, phase: Phase, unit: usize, task: usize) -> f64 {
+    fn duration(&self, cost: f64, phase: Phase, bh: u64, kv: u64, q: u64) -> f64 {
         let sd = match phase {
             Phase::Compute => self.v.compute,
             Phase::Reduce => self.v.reduce,
@@ -488,9 +496,10 @@ impl Draws {
         if sd == 0.0 {
             return cost;
         }
-        let key = ((self.run as u64) << 56) ^ ((unit as u64) << 24) ^ ((task as u64) << 4) ^ phase as u64;
+        // Chained, so that no two (run, tile, phase) share a key whatever the sizes.
+        let key = [bh, kv, q, phase as u64].iter().fold(splitmix64(self.run as u64), |h, &x| splitmix64(h ^ x));
         // Irwin-Hall of four uniforms, scaled to variance 1: close to normal, and cut at ±2.5.
-        let mut h = splitmix64(key);
+        let mut h = key;
         let mut sum = 0.0;
         for _ in 0..4 {
             h = splitmix64(h);
@@ -563,10 +572,15 @@ fn simulate_decoupled(
     record_timeline: bool,
     draws: Option<Draws>,
 ) -> Result<Simulation, ScheduleError> {
-    // A phase's duration: its cost, or under variability a draw around it (never negative).
+    // A phase's duration: its cost, or under variability a draw around it (never negative), keyed by the tile
+    // visited (unit `unit`'s visit `task`), so that every schedule of a problem meets the same draws.
     let drawn = |cost: f64, phase: Phase, unit: usize, task: usize| match draws {
         None => cost,
-        Some(d) => d.duration(cost, phase, unit, task),
+        Some(d) => {
+            let u = &schedule.units()[unit];
+            let v = u.visits[task.min(u.visits.len() - 1)];
+            d.duration(cost, phase, u.bh as u64, v.kv as u64, v.q as u64)
+        }
     };
     let problem = schedule.problem();
     if problem.group() > 1 {

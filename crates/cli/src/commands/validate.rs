@@ -644,9 +644,9 @@ struct Row {
     clocks: Option<(f64, f64)>,
     /// The uncalibrated (idealized) model's makespan, in tile-compute units.
     ideal: f64,
-    /// The calibrated costs without the kernel terms (`poll` 0, `kernel_epilogues` off), µs.
-    /// The calibrated model with every phase at its cost (no variability).
+    /// The calibrated model with every phase at its cost (no variability), µs.
     constant: f64,
+    /// The calibrated costs without the kernel terms (`poll` 0, `kernel_epilogues` off), µs.
     without_kernel_terms: f64,
     /// The calibrated phase costs with free hand-offs and no kernel terms: the paper's model, measured constants.
     free_handoffs: f64,
@@ -708,7 +708,7 @@ fn report(
             )?;
             let mut setup = Setup::from_args(&shape)?;
             setup.costs = tweak(setup.costs);
-            let out = setup.evaluate_each(false, |e| (e.schedule.name().to_string(), e.makespan()))?;
+            let out = setup.evaluate_each(false, |e| (e.schedule.name().to_string(), setup.predicted(&e)))?;
             Ok(out.into_iter().filter_map(|o| if let Outcome::Done(x) = o { Some(x) } else { None }).collect())
         };
         let calibrated = predict(&args.configs.costs, &|c| c)?;

@@ -311,43 +311,47 @@ fn a_schedule_must_run_on_both_main_loops() {
 #[test]
 fn varied_phases_are_drawn_the_same_every_time_and_cost_a_tight_chain_waits() {
     // Full mask, shift on as many SMs as KV tiles: every dQ tile's contributions arrive one visit apart, and an add
-    // plus its hand-off (0.6 + 0.35) nearly fills that visit (1). With constant phases no add waits; with phases
-    // that vary, some adds come late and later ranks wait for them.
+    // plus its hand-off (0.7 + 0.29) nearly fills that visit (1). With constant phases no add waits; when only the
+    // adds and hand-offs vary, some come late and the ranks after them wait.
     let p = problem(1, 4, 4, 1024, 64, 64, 64);
     let machine = Machine { sms: 16, launch: LaunchPolicy::Persistent };
     let constant = CostModel {
-        handoff: 0.35,
+        handoff: 0.29,
         dq_writers: 2,
         dq_deferred: true,
         kernel_epilogues: true,
         unit_start: 1.0,
         unit_finish: 1.0,
-        ..CostModel::ideal(1.0, 0.6)
+        ..CostModel::ideal(1.0, 0.7)
     };
     let s = build(ScheduleKind::Shift, p, Mask::Full, machine, &constant).unwrap();
     let base = simulate(&s, &constant, false).unwrap();
-    let variability =
-        schedulers::Variability { compute: 0.1, reduce: 0.1, handoff: 0.1, unit_start: 0.2, unit_finish: 0.2, runs: 8 };
-    let varied = CostModel { variability: Some(variability), ..constant };
-    let a = simulate(&s, &varied, true).unwrap();
-    let b = simulate(&s, &varied, false).unwrap();
-    assert_eq!(a.makespan, b.makespan, "the same inputs give the same prediction");
-    assert!(a.makespan > base.makespan, "{} varied against {} constant", a.makespan, base.makespan);
-    // The makespan is the mean of the runs: one run alone is another number.
-    let single = schedulers::Variability { runs: 1, ..variability };
-    let one = simulate(&s, &CostModel { variability: Some(single), ..constant }, false).unwrap();
-    assert_ne!(one.makespan, a.makespan);
+    assert_eq!(base.total_wait(), 0.0, "constant phases: no add is late");
+    assert_eq!(schedulers::predicted_makespan(&s, &constant).unwrap(), base.makespan);
+    let spread = |compute: f64, add: f64, unit: f64, runs: u32| schedulers::Variability {
+        compute,
+        reduce: add,
+        handoff: add,
+        unit_start: unit,
+        unit_finish: unit,
+        runs,
+    };
+    let with = |v: schedulers::Variability| CostModel { variability: Some(v), ..constant };
+    let adds_only = schedulers::predicted_makespan(&s, &with(spread(0.0, 0.2, 0.0, 8))).unwrap();
+    assert!(adds_only > base.makespan, "{adds_only} with varied adds against {} constant", base.makespan);
+    // The same inputs give the same prediction; the simulation itself (timelines, bounds) keeps constant phases.
+    let varied = with(spread(0.1, 0.2, 0.2, 8));
+    let a = schedulers::predicted_makespan(&s, &varied).unwrap();
+    assert_eq!(a, schedulers::predicted_makespan(&s, &varied).unwrap());
+    assert!(a > base.makespan);
+    assert_eq!(simulate(&s, &varied, true).unwrap().makespan, base.makespan);
+    // The prediction is the mean of the runs: one run alone is another number.
+    assert_ne!(schedulers::predicted_makespan(&s, &with(spread(0.1, 0.2, 0.2, 1))).unwrap(), a);
     // No spread, no change.
-    let zero =
-        schedulers::Variability { compute: 0.0, reduce: 0.0, handoff: 0.0, unit_start: 0.0, unit_finish: 0.0, runs: 3 };
-    assert_eq!(
-        simulate(&s, &CostModel { variability: Some(zero), ..constant }, false).unwrap().makespan,
-        base.makespan
-    );
+    assert_eq!(schedulers::predicted_makespan(&s, &with(spread(0.0, 0.0, 0.0, 3))).unwrap(), base.makespan);
     // Refused: no run to average, or a negative spread.
-    for bad in
-        [schedulers::Variability { runs: 0, ..variability }, schedulers::Variability { reduce: -0.1, ..variability }]
-    {
-        assert!(simulate(&s, &CostModel { variability: Some(bad), ..constant }, false).is_err());
+    for bad in [spread(0.1, 0.2, 0.2, 0), spread(0.1, -0.2, 0.2, 8)] {
+        assert!(schedulers::predicted_makespan(&s, &with(bad)).is_err());
+        assert!(simulate(&s, &with(bad), false).is_err());
     }
 }
