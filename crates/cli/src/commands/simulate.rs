@@ -127,6 +127,12 @@ pub fn run(args: SimulateArgs) -> Result<()> {
             println!("{schedule}: skipped, {reason}");
         }
     }
+    if setup.costs.variability.is_some() && setup.costs.decoupled() {
+        println!(
+            "note: these simulations keep every phase at its cost; run, bench and validate predict the GPU's time as \
+             the mean of runs with the phases drawn around their costs (docs/calibration.md, \"Phase variability\")"
+        );
+    }
     if args.per_sm {
         for o in &outcomes {
             if let Outcome::Done(k) = o {

@@ -287,3 +287,32 @@ fn validate_predicts_with_the_launch_its_measurements_ran_with() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn simulate_says_its_phases_are_constant_where_the_costs_vary() {
+    // The sm90 model's costs with a calibrated spread: `simulate` keeps every phase at its cost and says that the
+    // GPU commands predict otherwise; without a spread it says nothing.
+    let mut file: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(crate::common::costs_fixture()).unwrap()).unwrap();
+    let dir = std::env::temp_dir().join(format!("dashc-variability-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let shape = ["simulate", "--seqlen", "1024", "--batch", "2", "--heads", "4", "--schedule", "naive", "--costs"];
+    for (name, spread) in [("constant.json", false), ("varied.json", true)] {
+        for entry in file["entries"].as_array_mut().unwrap() {
+            let costs = &mut entry["costs"];
+            costs["dq_writers"] = 2.into();
+            costs["dq_deferred"] = true.into();
+            if spread {
+                costs["variability"] = serde_json::json!({"compute": 0.1, "reduce": 0.2, "handoff": 0.2,
+                    "unit_start": 0.3, "unit_finish": 0.3, "runs": 8});
+            }
+        }
+        let path = dir.join(name);
+        std::fs::write(&path, file.to_string()).unwrap();
+        let out = crate::common::dashc(&[&shape[..], &[path.to_str().unwrap()]].concat());
+        assert!(out.status.success(), "{}", crate::common::stderr(&out));
+        let said = crate::common::stdout(&out).contains("note: these simulations keep every phase at its cost");
+        assert_eq!(said, spread, "{}", crate::common::stdout(&out));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
