@@ -723,6 +723,17 @@ mod tests {
         (a - b).abs() < 1e-9 * b.abs().max(1.0)
     }
 
+    /// The costs of `truth()` under the sm90 model (`reduce` 3.0), as a fit of their simulated traces must give
+    /// them back.
+    fn assert_sm90_costs_given_back(got: &CostModel) {
+        assert!(close(got.compute, 5.0), "{got:?}");
+        assert!(close(got.compute_partial.unwrap(), 5.5), "{got:?}");
+        assert!(close(got.reduce, 3.0), "{got:?}");
+        assert!(close(got.handoff, 0.4), "{got:?}");
+        assert!(close(got.unit_start, 1.5), "{got:?}");
+        assert!(close(got.unit_finish, 0.8), "{got:?}");
+    }
+
     /// The samples of simulated traces of the schedules every fitting test uses: waits (naive, descending on a
     /// causal mask), no waits, and units of two KV tiles (symmetric-shift: epilogues inside a unit).
     fn samples_of_simulated_runs(costs: &CostModel, dq_writers: u32) -> Samples {
@@ -817,12 +828,7 @@ mod tests {
             ]
         );
         assert!([v.compute, v.reduce, v.handoff].iter().all(|x| x.abs() < 1e-9), "{v:?}");
-        assert!(close(got.compute, 5.0), "{got:?}");
-        assert!(close(got.compute_partial.unwrap(), 5.5), "{got:?}");
-        assert!(close(got.reduce, 3.0), "{got:?}");
-        assert!(close(got.handoff, 0.4), "{got:?}");
-        assert!(close(got.unit_start, 1.5), "{got:?}");
-        assert!(close(got.unit_finish, 0.8), "{got:?}");
+        assert_sm90_costs_given_back(&got);
         // The fitted model predicts a traced run with waits exactly.
         let s = schedule(ScheduleKind::Naive, Mask::Causal, &costs);
         let a = crate::simulate(&s, &costs, false).unwrap();
@@ -872,12 +878,7 @@ mod tests {
         let fit = samples.fit().unwrap();
         let got = fit.costs;
         assert!(fit.dispatch_gap.is_none(), "a persistent CTA is not dispatched again");
-        assert!(close(got.compute, 5.0), "{got:?}");
-        assert!(close(got.compute_partial.unwrap(), 5.5), "{got:?}");
-        assert!(close(got.reduce, 3.0), "{got:?}");
-        assert!(close(got.handoff, 0.4), "{got:?}");
-        assert!(close(got.unit_start, 1.5), "{got:?}");
-        assert!(close(got.unit_finish, 0.8), "{got:?}");
+        assert_sm90_costs_given_back(&got);
         let s = schedule_launched(ScheduleKind::Naive, Mask::Causal, &costs, LaunchPolicy::Persistent);
         let a = crate::simulate(&s, &costs, false).unwrap().makespan;
         assert!(close(a, crate::simulate(&s, &got, false).unwrap().makespan));

@@ -336,11 +336,9 @@ mod tests {
         Cli::try_parse_from(argv).unwrap().args
     }
 
-    #[test]
-    fn kept_traces_are_fitted_without_a_gpu() {
-        // Traces as the sm90 loop's trace build would write them if the model were exact: the fit from the kept
-        // files gives back the costs that made them, and names the GPU that device.txt names.
-        let truth = CostModel {
+    /// Costs of the sm90 loop's model, from which the tests simulate the traces that the fit must give back.
+    fn sm90_truth() -> CostModel {
+        CostModel {
             compute: 5.0,
             compute_partial: Some(5.5),
             scale_by_fraction: false,
@@ -354,7 +352,14 @@ mod tests {
             unit_finish: 0.8,
             dkv_reduce: 3.0,
             variability: None,
-        };
+        }
+    }
+
+    #[test]
+    fn kept_traces_are_fitted_without_a_gpu() {
+        // Traces as the sm90 loop's trace build would write them if the model were exact: the fit from the kept
+        // files gives back the costs that made them, and names the GPU that device.txt names.
+        let truth = sm90_truth();
         let dir = std::env::temp_dir().join(format!("dashc-kept-traces-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let out = dir.join("costs.json");
@@ -399,21 +404,7 @@ mod tests {
         // Traces of the persistent launch, whose producer stamps a unit's start before the previous unit's compute
         // side is done: the fit reads the unit start from the compute side's end, and the costs file says which
         // launch it traced.
-        let truth = CostModel {
-            compute: 5.0,
-            compute_partial: Some(5.5),
-            scale_by_fraction: false,
-            reduce: 3.0,
-            handoff: 0.4,
-            poll: 0.0,
-            kernel_epilogues: true,
-            dq_writers: 2,
-            dq_deferred: true,
-            unit_start: 1.5,
-            unit_finish: 0.8,
-            dkv_reduce: 3.0,
-            variability: None,
-        };
+        let truth = sm90_truth();
         let dir = std::env::temp_dir().join(format!("dashc-kept-persistent-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let out = dir.join("costs.json");

@@ -713,8 +713,14 @@ fn report(
         };
         let calibrated = predict(&args.configs.costs, &|c| c)?;
         let ideal = predict(&uncalibrated, &|c| c)?;
-        // The simpler models take every phase at its cost (no variability).
-        let constant = predict(&args.configs.costs, &|c| CostModel { variability: None, ..c })?;
+        // The simpler models take every phase at its cost (no variability); without variability that is the
+        // calibrated prediction itself.
+        let varied = costs.entries.iter().any(|e| e.costs.variability.is_some());
+        let constant = if varied {
+            predict(&args.configs.costs, &|c| CostModel { variability: None, ..c })?
+        } else {
+            calibrated.clone()
+        };
         let without_kernel_terms = predict(&args.configs.costs, &|c| CostModel {
             poll: 0.0,
             kernel_epilogues: false,
