@@ -573,7 +573,8 @@ fn simulate_decoupled(
     draws: Option<Draws>,
 ) -> Result<Simulation, ScheduleError> {
     // A phase's duration: its cost, or under variability a draw around it (never negative), keyed by the tile
-    // visited (unit `unit`'s visit `task`), so that every schedule of a problem meets the same draws.
+    // visited (unit `unit`'s visit `task`), so that every schedule of a problem meets the same draws. A KV run's
+    // K/V load is keyed by its first visit, its dK/dV epilogue by its last.
     let drawn = |cost: f64, phase: Phase, unit: usize, task: usize| match draws {
         None => cost,
         Some(d) => {
@@ -765,7 +766,8 @@ fn simulate_decoupled(
                     if costs.kernel_epilogues && t > 0 && unit.visits[t - 1].kv != v.kv {
                         // Write dK/dV of the old KV tile, load the new K/V.
                         let prev = unit.visits[t - 1];
-                        let written = start + drawn(costs.unit_finish(), Phase::UnitFinish, ui, t);
+                        // Drawn under the old run's last visit: every KV run's epilogue has a key of its own.
+                        let written = start + drawn(costs.unit_finish(), Phase::UnitFinish, ui, t - 1);
                         books.record(segment(sm, ui, prev, SegmentKind::Finish, start, written));
                         let loaded = written + drawn(costs.unit_start(), Phase::UnitStart, ui, t);
                         books.record(segment(sm, ui, v, SegmentKind::Start, written, loaded));

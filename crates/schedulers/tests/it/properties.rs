@@ -355,3 +355,52 @@ fn varied_phases_are_drawn_the_same_every_time_and_cost_a_tight_chain_waits() {
         assert!(simulate(&s, &with(bad), false).is_err());
     }
 }
+
+#[test]
+fn every_kv_run_draws_its_own_epilogue() {
+    // One unit of two KV runs of one visit each. Each run's dK/dV epilogue is drawn under its own key (the run's
+    // last visit), so running the two runs in the other order meets the same draws in the other order: the same
+    // makespan. Were the two epilogues of a unit keyed alike (the switch's by the next run's visit, the last by
+    // the unit's last visit), one draw would count twice, a different one in each order.
+    use dag_model::{Order, Unit, Visit};
+    let p = problem(1, 1, 1, 128, 128, 64, 64);
+    let tm = Arc::new(TileMask::new(&p, &Mask::Full).unwrap());
+    let machine = Machine { sms: 1, launch: LaunchPolicy::Persistent };
+    let finish_varies = CostModel {
+        handoff: 0.3,
+        dq_writers: 2,
+        dq_deferred: true,
+        kernel_epilogues: true,
+        unit_start: 1.0,
+        unit_finish: 3.0,
+        variability: Some(schedulers::Variability {
+            compute: 0.0,
+            reduce: 0.0,
+            handoff: 0.0,
+            unit_start: 0.0,
+            unit_finish: 0.8,
+            runs: 1,
+        }),
+        ..CostModel::ideal(1.0, 0.7)
+    };
+    let constant = CostModel { variability: None, ..finish_varies };
+    let visit = |kv: u32, q: u32, rank: u32| Visit::new(kv, q, rank, 1.0);
+    // Full mask 2 x 2: the unit under test adds first on both Q tiles; the other two tiles form a second unit.
+    let with_rest = |first: Vec<Visit>| {
+        let units = vec![
+            Unit { bh: 0, visits: first, dkv_ranks: vec![0, 0] },
+            Unit { bh: 0, visits: vec![visit(0, 1, 1), visit(1, 0, 1)], dkv_ranks: vec![0, 0] },
+        ];
+        schedulers::Schedule::validate("two runs", p, Mask::Full, tm.clone(), machine, &finish_varies, Order { units })
+    };
+    let a = with_rest(vec![visit(0, 0, 0), visit(1, 1, 0)]).unwrap();
+    let b = with_rest(vec![visit(1, 1, 0), visit(0, 0, 0)]).unwrap();
+    let (pa, pb) = (
+        schedulers::predicted_makespan(&a, &finish_varies).unwrap(),
+        schedulers::predicted_makespan(&b, &finish_varies).unwrap(),
+    );
+    let base = schedulers::predicted_makespan(&a, &constant).unwrap();
+    assert_eq!(base, schedulers::predicted_makespan(&b, &constant).unwrap());
+    assert_ne!(pa, base, "the epilogues are drawn");
+    assert!((pa - pb).abs() < 1e-9, "{pa} against {pb}: the same draws in the other order");
+}
