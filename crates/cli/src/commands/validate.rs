@@ -241,8 +241,148 @@ pub fn run(args: ValidateArgs) -> Result<()> {
             costs.gpu
         )));
     }
+    let both = both_statistics(&raw);
     let raw = with_statistic(raw, args.statistic)?;
-    report(&args, &costs, &costs_path, &raw, &raw_dir, &doc_dir)
+    report(&args, &costs, &costs_path, &raw, both.as_ref(), &raw_dir, &doc_dir)
+}
+
+/// A measured row's (mask, head dim, seqlen, schedule).
+type RowKey = (String, u32, u32, String);
+
+/// Both statistics of one measured row, µs: the median and the fastest repetition, over the rounds and per round.
+struct BothStatistics {
+    median: f64,
+    median_rounds: Vec<Option<f64>>,
+    fastest: f64,
+    fastest_rounds: Vec<Option<f64>>,
+}
+
+/// Every successful row's two statistics, or none where a row lacks its fastest repetition (a raw file from
+/// before dashc kept it): the report then compares nothing.
+fn both_statistics(raw: &Raw) -> Option<BTreeMap<RowKey, BothStatistics>> {
+    let us = |x: &[Option<f64>]| x.iter().map(|m| m.map(|ms| ms * 1000.0)).collect();
+    raw.rows
+        .iter()
+        .filter(|r| r.status == "ok" && r.main_ms.is_some())
+        .map(|r| {
+            let key = (r.mask.clone(), r.head_dim, r.seqlen, r.schedule.clone());
+            Some((
+                key,
+                BothStatistics {
+                    median: r.main_ms? * 1000.0,
+                    median_rounds: us(&r.main_ms_rounds),
+                    fastest: r.main_min_ms? * 1000.0,
+                    fastest_rounds: us(&r.main_min_ms_rounds),
+                },
+            ))
+        })
+        .collect()
+}
+
+/// How far one row's value moves between rounds: (max − min) / mean over its rounds, where it has two or more.
+fn round_spread(rounds: &[Option<f64>]) -> Option<f64> {
+    let v: Vec<f64> = rounds.iter().flatten().copied().collect();
+    if v.len() < 2 {
+        return None;
+    }
+    let (lo, hi) = v.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &x| (lo.min(x), hi.max(x)));
+    Some((hi - lo) / (v.iter().sum::<f64>() / v.len() as f64))
+}
+
+/// How many configurations the model's pick is within 2% of the fastest in, by `measured` (µs per row).
+fn choices_within(rows: &[Row], measured: &dyn Fn(&Row) -> f64) -> (usize, usize) {
+    let mut keys: Vec<&(String, u32, u32)> = rows.iter().map(|r| &r.key).collect();
+    keys.dedup();
+    let within = keys
+        .iter()
+        .filter(|&&key| {
+            let rs: Vec<&Row> = rows.iter().filter(|r| &r.key == key).collect();
+            let best = rs.iter().map(|r| measured(r)).fold(f64::INFINITY, f64::min);
+            let pick = rs.iter().min_by(|a, b| a.predicted_us.total_cmp(&b.predicted_us)).expect("non-empty");
+            measured(pick) / best - 1.0 <= 0.02
+        })
+        .count();
+    (within, keys.len())
+}
+
+/// The section that sets the two statistics side by side: how reproducible each is between rounds, and the
+/// held-out errors and choices it gives. A statistic that moves between rounds by more than the 2% a choice is
+/// judged by cannot judge it.
+fn write_statistics_section(
+    doc: &mut String,
+    rows: &[Row],
+    both: &BTreeMap<RowKey, BothStatistics>,
+    judged: TimeStatistic,
+) {
+    let stats_of = |r: &Row| both.get(&(r.key.0.clone(), r.key.1, r.key.2, r.schedule.clone()));
+    if rows.iter().any(|r| stats_of(r).is_none()) {
+        return;
+    }
+    let pct = |x: f64| if x.is_nan() { "-".to_string() } else { format!("{:.1}%", 100.0 * x) };
+    let spread_summary = |v: Vec<f64>| {
+        if v.is_empty() {
+            "-".to_string()
+        } else {
+            let max = v.iter().copied().fold(0.0, f64::max);
+            format!("{} / {} / {}", pct(quantile(v.clone(), 0.5)), pct(quantile(v, 0.9)), pct(max))
+        }
+    };
+    let mut table = Vec::new();
+    for statistic in [TimeStatistic::Median, TimeStatistic::Fastest] {
+        let value = |r: &Row| {
+            let b = stats_of(r).expect("checked above");
+            match statistic {
+                TimeStatistic::Median => b.median,
+                TimeStatistic::Fastest => b.fastest,
+            }
+        };
+        let spreads = |long: bool| -> Vec<f64> {
+            rows.iter()
+                .filter(|r| !long || r.key.2 >= 8192)
+                .filter_map(|r| {
+                    let b = stats_of(r).expect("checked above");
+                    round_spread(match statistic {
+                        TimeStatistic::Median => &b.median_rounds,
+                        TimeStatistic::Fastest => &b.fastest_rounds,
+                    })
+                })
+                .collect()
+        };
+        let errors: Vec<f64> =
+            rows.iter().filter(|r| !r.calibration).map(|r| (r.predicted_us - value(r)).abs() / value(r)).collect();
+        let max = errors.iter().copied().fold(0.0, f64::max);
+        let (within, configs) = choices_within(rows, &value);
+        let name = match statistic {
+            TimeStatistic::Median => "median of the repetitions",
+            TimeStatistic::Fastest => "fastest repetition",
+        };
+        table.push(vec![
+            if statistic == judged { format!("**{name}** (this report's)") } else { name.to_string() },
+            spread_summary(spreads(false)),
+            spread_summary(spreads(true)),
+            format!("{} / {} / {}", pct(quantile(errors.clone(), 0.5)), pct(quantile(errors, 0.9)), pct(max)),
+            format!("{within} of {configs}"),
+        ]);
+    }
+    let _ = writeln!(
+        doc,
+        "## Which repetition stands for a run\n\nEach run times the main kernel over its repetitions; the raw file \
+         keeps their median and the fastest. On the long rows the median mixes the GPU's rested state with the one \
+         its power management steps down to under sustained load (docs/gpu.md, \"At rest and sustained\"), so it \
+         moves between rounds; the fastest repetition is the rested kernel. Spread between rounds: (max − min) / \
+         mean of one row's value over its rounds, summarized over the rows (median / p90 / max). A choice is \
+         judged within 2%: a statistic that moves more than that between rounds cannot judge it.\n\n{}",
+        md_table(
+            &[
+                "statistic",
+                "spread between rounds, all rows",
+                "seqlen ≥ 8192",
+                "held-out error (median / p90 / max)",
+                "choice within 2%"
+            ],
+            &table
+        )
+    );
 }
 
 /// The measurements as the report reads them (`main_ms`, `main_ms_rounds`): the medians as measured, or with
@@ -663,6 +803,7 @@ fn report(
     costs: &CostsFile,
     costs_path: &Path,
     raw: &Raw,
+    both: Option<&BTreeMap<RowKey, BothStatistics>>,
     raw_dir: &Path,
     doc_dir: &Path,
 ) -> Result<()> {
@@ -1000,6 +1141,9 @@ fn report(
         }
     );
 
+    if let Some(both) = both {
+        write_statistics_section(&mut doc, &rows, both, args.statistic);
+    }
     write_model_ablation(&mut doc, &rows, costs.entries.iter().any(|e| e.costs.decoupled()));
 
     // Charts.

@@ -701,6 +701,8 @@ fn validate_can_compare_with_the_fastest_repetition() {
     fails_with(&args, 2, "have no fastest repetition");
     let out = validate_from_raw(&files, &doc, &[]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = std::fs::read_to_string(&doc).unwrap();
+    assert!(!text.contains("## Which repetition stands for a run"), "no fastest in one file: no comparison\n{text}");
     // Two files that both keep it: the median over their rounds' fastest repetitions (naive 2.0 and 3.0 ms).
     let newer = machine.join("newer.json");
     let rows = vec![row("naive", 5.0, 3.0), row("spt", 3.0, 2.5)];
@@ -710,6 +712,15 @@ fn validate_can_compare_with_the_fastest_repetition() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let text = std::fs::read_to_string(&doc).unwrap();
     assert!(text.contains("| full hd64 s512 (1x2) | naive | held out | 2500.0 |"), "{text}");
+    // Both statistics side by side, with how far each moves between the two rounds: naive's median 4 and 5 ms
+    // (22.2% of their mean), its fastest 2 and 3 (40%); spt's do not move. No row is 8192 tokens or longer.
+    assert!(text.contains("## Which repetition stands for a run"), "{text}");
+    assert!(text.contains("| median of the repetitions | 11.1% / 20.0% / 22.2% | - |"), "{text}");
+    assert!(text.contains("| **fastest repetition** (this report's) | 20.0% / 36.0% / 40.0% | - |"), "{text}");
+    // Its choice column agrees with the report's own count.
+    let judged = text.lines().find(|l| l.starts_with("| **fastest repetition**")).unwrap();
+    let count = text.split("within 2% of it in **").nth(1).and_then(|t| t.split("**").next()).unwrap();
+    assert!(judged.ends_with(&format!("| {count} |")), "{judged} against {count}");
     std::fs::remove_dir_all(&machine).unwrap();
 }
 
