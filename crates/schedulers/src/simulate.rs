@@ -676,7 +676,7 @@ fn simulate_decoupled(
     let write_dkv = |s: &DecoupledSm, books: &mut Books, st: &mut SmStats, sm: u32| {
         let ui = s.unit as usize;
         let last = units[ui].visits[units[ui].visits.len() - 1];
-        let written = s.compute_free + drawn(costs.unit_finish(), Phase::UnitFinish, ui, units[ui].visits.len());
+        let written = s.compute_free + drawn(costs.unit_finish(), Phase::UnitFinish, ui, units[ui].visits.len() - 1);
         books.record(segment(sm, ui, last, SegmentKind::Finish, s.compute_free, written));
         st.busy += written - s.compute_free;
         (ui, written)
@@ -958,5 +958,69 @@ fn deadlock(
         next,
         holder,
         holder_state,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use dag_model::{Mask, Order, Problem, ProblemSpec, TileMask, Unit, Visit};
+
+    use super::*;
+    use crate::{CostModel, Machine, Schedule, Variability};
+
+    /// A unit of two KV runs, the last of one visit: its two dK/dV epilogues (the Finish segments of one drawn
+    /// run's timeline) are two draws, not one drawn twice. Read from the timeline, so that it does not depend on
+    /// how the writers' adds fall.
+    #[test]
+    fn a_units_two_epilogues_are_two_draws() {
+        let problem = Problem::new(ProblemSpec {
+            batch: 1,
+            heads: 1,
+            kv_heads: 1,
+            seqlen_q: 128,
+            seqlen_k: 128,
+            head_dim: 64,
+            block_m: 64,
+            block_n: 64,
+        })
+        .unwrap();
+        let tm = Arc::new(TileMask::new(&problem, &Mask::Full).unwrap());
+        let machine = Machine { sms: 1, launch: LaunchPolicy::Persistent };
+        let costs = CostModel {
+            dq_writers: 2,
+            dq_deferred: true,
+            kernel_epilogues: true,
+            unit_start: 1.0,
+            unit_finish: 3.0,
+            variability: Some(Variability {
+                compute: 0.0,
+                reduce: 0.0,
+                handoff: 0.0,
+                unit_start: 0.0,
+                unit_finish: 0.8,
+                runs: 1,
+            }),
+            ..CostModel::ideal(1.0, 0.7)
+        };
+        let visit = |kv: u32, q: u32, rank: u32| Visit::new(kv, q, rank, 1.0);
+        let units = vec![
+            Unit { bh: 0, visits: vec![visit(0, 0, 0), visit(0, 1, 0), visit(1, 1, 1)], dkv_ranks: vec![0, 0] },
+            Unit { bh: 0, visits: vec![visit(1, 0, 1)], dkv_ranks: vec![0] },
+        ];
+        let schedule =
+            Schedule::validate("two runs", problem, Mask::Full, tm, machine, &costs, Order { units }).unwrap();
+        let finishes: Vec<f64> =
+            simulate_decoupled(&schedule, &costs, true, Some(Draws { v: costs.variability.unwrap(), run: 1 }))
+                .unwrap()
+                .timeline
+                .iter()
+                .filter(|seg| seg.unit == 0 && seg.kind == SegmentKind::Finish)
+                .map(|seg| seg.end - seg.start)
+                .collect();
+        assert_eq!(finishes.len(), 2, "{finishes:?}");
+        assert!(finishes.iter().all(|&d| d != 3.0), "both drawn: {finishes:?}");
+        assert_ne!(finishes[0], finishes[1], "one draw for two epilogues: {finishes:?}");
     }
 }

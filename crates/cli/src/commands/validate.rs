@@ -289,25 +289,43 @@ fn round_spread(rounds: &[Option<f64>]) -> Option<f64> {
     Some((hi - lo) / (v.iter().sum::<f64>() / v.len() as f64))
 }
 
-/// How many configurations the model's pick is within 2% of the fastest in, by `measured` (µs per row).
-fn choices_within(rows: &[Row], measured: &dyn Fn(&Row) -> f64) -> (usize, usize) {
-    let mut keys: Vec<&(String, u32, u32)> = rows.iter().map(|r| &r.key).collect();
-    keys.dedup();
-    let within = keys
-        .iter()
-        .filter(|&&key| {
-            let rs: Vec<&Row> = rows.iter().filter(|r| &r.key == key).collect();
-            let best = rs.iter().map(|r| measured(r)).fold(f64::INFINITY, f64::min);
-            let pick = rs.iter().min_by(|a, b| a.predicted_us.total_cmp(&b.predicted_us)).expect("non-empty");
-            measured(pick) / best - 1.0 <= 0.02
-        })
-        .count();
-    (within, keys.len())
+/// How often the model's pick (a configuration's lowest prediction) is within 2% of the fastest of its rows by
+/// `value`; and, where every row has the same rounds (more than one), the same judged on each round's values alone
+/// (`per_round`: within, configurations with a value for every row in that round).
+struct ChoiceCounts {
+    within: usize,
+    configs: usize,
+    per_round: Vec<(usize, usize)>,
 }
 
-/// The section that sets the two statistics side by side: how reproducible each is between rounds, and the
-/// held-out errors and choices it gives. A statistic that moves between rounds by more than the 2% a choice is
-/// judged by cannot judge it.
+fn choice_counts(rows: &[Row], value: &dyn Fn(&Row) -> f64, rounds: &dyn Fn(&Row) -> Vec<Option<f64>>) -> ChoiceCounts {
+    let n_rounds = rows.first().map_or(0, |r| rounds(r).len());
+    let by_round = n_rounds > 1 && rows.iter().all(|r| rounds(r).len() == n_rounds);
+    let mut counts =
+        ChoiceCounts { within: 0, configs: 0, per_round: vec![(0, 0); if by_round { n_rounds } else { 0 }] };
+    let mut keys: Vec<&(String, u32, u32)> = rows.iter().map(|r| &r.key).collect();
+    keys.dedup();
+    for key in keys {
+        let rs: Vec<&Row> = rows.iter().filter(|r| &r.key == key).collect();
+        let pick = rs.iter().min_by(|a, b| a.predicted_us.total_cmp(&b.predicted_us)).expect("non-empty");
+        let fastest = rs.iter().map(|r| value(r)).fold(f64::INFINITY, f64::min);
+        counts.configs += 1;
+        counts.within += (value(pick) / fastest - 1.0 <= 0.02) as usize;
+        let pick_rounds = rounds(pick);
+        for (k, (within_k, configs_k)) in counts.per_round.iter_mut().enumerate() {
+            let times: Option<Vec<f64>> = rs.iter().map(|r| rounds(r)[k]).collect();
+            if let (Some(times), Some(pick_time)) = (times, pick_rounds[k]) {
+                let fastest = times.iter().copied().fold(f64::INFINITY, f64::min);
+                *configs_k += 1;
+                *within_k += (pick_time / fastest - 1.0 <= 0.02) as usize;
+            }
+        }
+    }
+    counts
+}
+
+/// The section that sets the two statistics side by side: how far one row's value moves between rounds, and the
+/// held-out errors and choices (over the rounds and per round) each gives.
 fn write_statistics_section(
     doc: &mut String,
     rows: &[Row],
@@ -328,57 +346,58 @@ fn write_statistics_section(
         }
     };
     let mut table = Vec::new();
+    let mut any_spread = false;
     for statistic in [TimeStatistic::Median, TimeStatistic::Fastest] {
-        let value = |r: &Row| {
-            let b = stats_of(r).expect("checked above");
-            match statistic {
-                TimeStatistic::Median => b.median,
-                TimeStatistic::Fastest => b.fastest,
-            }
+        let pick = |b: &BothStatistics| match statistic {
+            TimeStatistic::Median => (b.median, b.median_rounds.clone()),
+            TimeStatistic::Fastest => (b.fastest, b.fastest_rounds.clone()),
         };
+        let value = |r: &Row| pick(stats_of(r).expect("checked above")).0;
+        let rounds = |r: &Row| pick(stats_of(r).expect("checked above")).1;
         let spreads = |long: bool| -> Vec<f64> {
-            rows.iter()
-                .filter(|r| !long || r.key.2 >= 8192)
-                .filter_map(|r| {
-                    let b = stats_of(r).expect("checked above");
-                    round_spread(match statistic {
-                        TimeStatistic::Median => &b.median_rounds,
-                        TimeStatistic::Fastest => &b.fastest_rounds,
-                    })
-                })
-                .collect()
+            rows.iter().filter(|r| !long || r.key.2 >= 8192).filter_map(|r| round_spread(&rounds(r))).collect()
         };
+        let (all, long) = (spreads(false), spreads(true));
+        any_spread |= !all.is_empty();
         let errors: Vec<f64> =
             rows.iter().filter(|r| !r.calibration).map(|r| (r.predicted_us - value(r)).abs() / value(r)).collect();
         let max = errors.iter().copied().fold(0.0, f64::max);
-        let (within, configs) = choices_within(rows, &value);
+        let counts = choice_counts(rows, &value, &rounds);
         let name = match statistic {
             TimeStatistic::Median => "median of the repetitions",
             TimeStatistic::Fastest => "fastest repetition",
         };
         table.push(vec![
             if statistic == judged { format!("**{name}** (this report's)") } else { name.to_string() },
-            spread_summary(spreads(false)),
-            spread_summary(spreads(true)),
+            spread_summary(all),
+            spread_summary(long),
             format!("{} / {} / {}", pct(quantile(errors.clone(), 0.5)), pct(quantile(errors, 0.9)), pct(max)),
-            format!("{within} of {configs}"),
+            format!("{} of {}", counts.within, counts.configs),
+            if counts.per_round.is_empty() {
+                "-".to_string()
+            } else {
+                counts.per_round.iter().map(|(w, _)| w.to_string()).collect::<Vec<_>>().join(", ")
+            },
         ]);
     }
     let _ = writeln!(
         doc,
         "## Which repetition stands for a run\n\nEach run times the main kernel over its repetitions; the raw file \
-         keeps their median and the fastest. On the long rows the median mixes the GPU's rested state with the one \
-         its power management steps down to under sustained load (docs/gpu.md, \"At rest and sustained\"), so it \
-         moves between rounds; the fastest repetition is the rested kernel. Spread between rounds: (max − min) / \
-         mean of one row's value over its rounds, summarized over the rows (median / p90 / max). A choice is \
-         judged within 2%: a statistic that moves more than that between rounds cannot judge it.\n\n{}",
+         keeps their median and the fastest. On the long rows the median can mix the GPU's rested state with the \
+         slower one its power management steps down to under sustained load (docs/gpu.md, \"At rest and \
+         sustained\"); the fastest repetition is the run's least slowed one. Spread between rounds: (max − min) / \
+         mean of one row's value over its rounds, summarized over the rows (median / p90 / max). Where a row moves \
+         between rounds by more than two schedules differ, which of them measures fastest depends on the round: \
+         the last column counts the choices within 2% judged on each round alone.{}\n\n{}",
+        if any_spread { "" } else { " One round per row here: no spread between rounds." },
         md_table(
             &[
                 "statistic",
                 "spread between rounds, all rows",
                 "seqlen ≥ 8192",
                 "held-out error (median / p90 / max)",
-                "choice within 2%"
+                "choice within 2%",
+                "per round"
             ],
             &table
         )
@@ -1042,14 +1061,12 @@ fn report(
 
     // Schedule choice.
     let mut choice_rows = Vec::new();
-    let (mut within, mut ideal_within, mut configs) = (0, 0, 0);
+    let mut ideal_within = 0;
     // Misses where the model predicts the measured fastest within 1% of its pick: a tie at its resolution.
     let (mut close_misses, mut misses) = (0, 0);
-    // The choice judged on each round's medians alone (within 2%, configurations with that round), where every
-    // row has the same rounds.
-    let rounds = rows.first().map_or(0, |r| r.measured_rounds.len());
-    let by_round = rounds > 1 && rows.iter().all(|r| r.measured_rounds.len() == rounds);
-    let mut round_within = vec![(0usize, 0usize); if by_round { rounds } else { 0 }];
+    // The choice as counted here and in the statistics section: one rule (`choice_counts`).
+    let counts = choice_counts(&rows, &|r| r.measured_us, &|r| r.measured_rounds.clone());
+    let (within, configs) = (counts.within, counts.configs);
     let mut keys: Vec<&(String, u32, u32)> = rows.iter().map(|r| &r.key).collect();
     keys.dedup();
     for key in keys {
@@ -1061,20 +1078,9 @@ fn report(
         let ideal_loss = ideal_pick.measured_us / best.measured_us - 1.0;
         // How much slower the model thinks the measured fastest is than its pick (0 when it picked it).
         let margin = best.predicted_us / pick.predicted_us - 1.0;
-        configs += 1;
-        within += (loss <= 0.02) as usize;
         if loss > 0.02 {
             misses += 1;
             close_misses += (margin < 0.01) as usize;
-        }
-        let pick_at = rs.iter().position(|r| std::ptr::eq(*r, *pick)).expect("the pick is one of the rows");
-        for (k, (within_k, configs_k)) in round_within.iter_mut().enumerate() {
-            let times: Option<Vec<f64>> = rs.iter().map(|r| r.measured_rounds[k]).collect();
-            if let Some(times) = times {
-                let fastest = times.iter().copied().fold(f64::INFINITY, f64::min);
-                *configs_k += 1;
-                *within_k += (times[pick_at] / fastest - 1.0 <= 0.02) as usize;
-            }
         }
         ideal_within += (ideal_loss <= 0.02) as usize;
         choice_rows.push(vec![
@@ -1113,8 +1119,8 @@ fn report(
         )
     );
 
-    if by_round {
-        let counts: Vec<String> = round_within.iter().map(|(w, n)| format!("{w} of {n}")).collect();
+    if !counts.per_round.is_empty() {
+        let counts: Vec<String> = counts.per_round.iter().map(|(w, n)| format!("{w} of {n}")).collect();
         let _ = writeln!(
             doc,
             "Judged on each round's {} alone, the calibrated choice is within 2% of that round's fastest in {} \
@@ -1141,8 +1147,20 @@ fn report(
         }
     );
 
-    if let Some(both) = both {
-        write_statistics_section(&mut doc, &rows, both, args.statistic);
+    match both {
+        Some(both) => write_statistics_section(&mut doc, &rows, both, args.statistic),
+        None if raw
+            .rows
+            .iter()
+            .any(|r| r.main_min_ms.is_some() || r.main_min_ms_rounds.iter().any(Option::is_some)) =>
+        {
+            let _ = writeln!(
+                doc,
+                "## Which repetition stands for a run\n\nNot compared: some measurements keep no fastest \
+                 repetition (raw files from before dashc kept it), so only the median is reported.\n"
+            );
+        }
+        None => {}
     }
     write_model_ablation(&mut doc, &rows, costs.entries.iter().any(|e| e.costs.decoupled()));
 

@@ -362,6 +362,9 @@ fn every_kv_run_draws_its_own_epilogue() {
     // last visit), so running the two runs in the other order meets the same draws in the other order: the same
     // makespan. Were the two epilogues of a unit keyed alike (the switch's by the next run's visit, the last by
     // the unit's last visit), one draw would count twice, a different one in each order.
+    // The equality holds while the dQ adds stay off the critical path (two writers, a short hand-off): with slow
+    // hand-offs the order of the epilogues would also move when the second unit's adds may start. The direct check,
+    // on one run's timeline, is simulate.rs's `a_units_two_epilogues_are_two_draws`.
     use dag_model::{Order, Unit, Visit};
     let p = problem(1, 1, 1, 128, 128, 64, 64);
     let tm = Arc::new(TileMask::new(&p, &Mask::Full).unwrap());
