@@ -289,7 +289,18 @@ fn round_spread(rounds: &[Option<f64>]) -> Option<f64> {
     Some((hi - lo) / (v.iter().sum::<f64>() / v.len() as f64))
 }
 
-/// How often the model's pick (a configuration's lowest prediction) is within 2% of the fastest of its rows by
+/// A share as a percentage to one decimal; "-" for none.
+fn pct(x: f64) -> String {
+    if x.is_nan() { "-".to_string() } else { format!("{:.1}%", 100.0 * x) }
+}
+
+/// "median / p90 / max" of `v` as percentages (the max of none is 0, as in the error table).
+fn median_p90_max(v: Vec<f64>) -> String {
+    let max = v.iter().copied().fold(0.0, f64::max);
+    format!("{} / {} / {}", pct(quantile(v.clone(), 0.5)), pct(quantile(v, 0.9)), pct(max))
+}
+
+/// How often a model's pick (a configuration's lowest `predicted`) is within 2% of the fastest of its rows by
 /// `value`; and, where every row has the same rounds (more than one), the same judged on each round's values alone
 /// (`per_round`: within, configurations with a value for every row in that round).
 struct ChoiceCounts {
@@ -298,7 +309,12 @@ struct ChoiceCounts {
     per_round: Vec<(usize, usize)>,
 }
 
-fn choice_counts(rows: &[Row], value: &dyn Fn(&Row) -> f64, rounds: &dyn Fn(&Row) -> Vec<Option<f64>>) -> ChoiceCounts {
+fn choice_counts(
+    rows: &[Row],
+    predicted: &dyn Fn(&Row) -> f64,
+    value: &dyn Fn(&Row) -> f64,
+    rounds: &dyn Fn(&Row) -> Vec<Option<f64>>,
+) -> ChoiceCounts {
     let n_rounds = rows.first().map_or(0, |r| rounds(r).len());
     let by_round = n_rounds > 1 && rows.iter().all(|r| rounds(r).len() == n_rounds);
     let mut counts =
@@ -307,7 +323,7 @@ fn choice_counts(rows: &[Row], value: &dyn Fn(&Row) -> f64, rounds: &dyn Fn(&Row
     keys.dedup();
     for key in keys {
         let rs: Vec<&Row> = rows.iter().filter(|r| &r.key == key).collect();
-        let pick = rs.iter().min_by(|a, b| a.predicted_us.total_cmp(&b.predicted_us)).expect("non-empty");
+        let pick = rs.iter().min_by(|a, b| predicted(a).total_cmp(&predicted(b))).expect("non-empty");
         let fastest = rs.iter().map(|r| value(r)).fold(f64::INFINITY, f64::min);
         counts.configs += 1;
         counts.within += (value(pick) / fastest - 1.0 <= 0.02) as usize;
@@ -336,15 +352,7 @@ fn write_statistics_section(
     if rows.iter().any(|r| stats_of(r).is_none()) {
         return;
     }
-    let pct = |x: f64| if x.is_nan() { "-".to_string() } else { format!("{:.1}%", 100.0 * x) };
-    let spread_summary = |v: Vec<f64>| {
-        if v.is_empty() {
-            "-".to_string()
-        } else {
-            let max = v.iter().copied().fold(0.0, f64::max);
-            format!("{} / {} / {}", pct(quantile(v.clone(), 0.5)), pct(quantile(v, 0.9)), pct(max))
-        }
-    };
+    let spread_summary = |v: Vec<f64>| if v.is_empty() { "-".to_string() } else { median_p90_max(v) };
     let mut table = Vec::new();
     let mut any_spread = false;
     for statistic in [TimeStatistic::Median, TimeStatistic::Fastest] {
@@ -361,8 +369,7 @@ fn write_statistics_section(
         any_spread |= !all.is_empty();
         let errors: Vec<f64> =
             rows.iter().filter(|r| !r.calibration).map(|r| (r.predicted_us - value(r)).abs() / value(r)).collect();
-        let max = errors.iter().copied().fold(0.0, f64::max);
-        let counts = choice_counts(rows, &value, &rounds);
+        let counts = choice_counts(rows, &|r| r.predicted_us, &value, &rounds);
         let name = match statistic {
             TimeStatistic::Median => "median of the repetitions",
             TimeStatistic::Fastest => "fastest repetition",
@@ -371,7 +378,7 @@ fn write_statistics_section(
             if statistic == judged { format!("**{name}** (this report's)") } else { name.to_string() },
             spread_summary(all),
             spread_summary(long),
-            format!("{} / {} / {}", pct(quantile(errors.clone(), 0.5)), pct(quantile(errors, 0.9)), pct(max)),
+            median_p90_max(errors),
             format!("{} of {}", counts.within, counts.configs),
             if counts.per_round.is_empty() {
                 "-".to_string()
@@ -1034,7 +1041,6 @@ fn report(
         let e: Vec<f64> = rows.iter().filter(|r| sel(r)).map(Row::error).collect();
         (e.len(), quantile(e.clone(), 0.5), quantile(e.clone(), 0.9), e.iter().copied().fold(0.0, f64::max))
     };
-    let pct = |x: f64| if x.is_nan() { "-".to_string() } else { format!("{:.1}%", 100.0 * x) };
     let mut erows = Vec::new();
     for (label, sel) in [
         ("held out", &(|r: &Row| !r.calibration) as &dyn Fn(&Row) -> bool),
@@ -1065,7 +1071,7 @@ fn report(
     // Misses where the model predicts the measured fastest within 1% of its pick: a tie at its resolution.
     let (mut close_misses, mut misses) = (0, 0);
     // The choice as counted here and in the statistics section: one rule (`choice_counts`).
-    let counts = choice_counts(&rows, &|r| r.measured_us, &|r| r.measured_rounds.clone());
+    let counts = choice_counts(&rows, &|r| r.predicted_us, &|r| r.measured_us, &|r| r.measured_rounds.clone());
     let (within, configs) = (counts.within, counts.configs);
     let mut keys: Vec<&(String, u32, u32)> = rows.iter().map(|r| &r.key).collect();
     keys.dedup();
@@ -1448,10 +1454,7 @@ fn write_model_ablation(doc: &mut String, rows: &[Row], decoupled: bool) {
             r.predicted_us
         }));
     }
-    let pct = |x: f64| if x.is_nan() { "-".to_string() } else { format!("{:.1}%", 100.0 * x) };
     let held: Vec<&Row> = rows.iter().filter(|r| !r.calibration).collect();
-    let mut keys: Vec<&(String, u32, u32)> = rows.iter().map(|r| &r.key).collect();
-    keys.dedup();
     let mut table_rows = Vec::new();
     for (name, model) in models {
         let signed: Vec<f64> = held.iter().map(|r| (model(r) - r.measured_us) / r.measured_us).collect();
@@ -1461,22 +1464,14 @@ fn write_model_ablation(doc: &mut String, rows: &[Row], decoupled: bool) {
             continue;
         }
         let errors: Vec<f64> = signed.iter().map(|e| e.abs()).collect();
-        let within = keys
-            .iter()
-            .filter(|&&key| {
-                let rs: Vec<&Row> = rows.iter().filter(|r| &r.key == key).collect();
-                let best = rs.iter().map(|r| r.measured_us).fold(f64::INFINITY, f64::min);
-                let pick = rs.iter().min_by(|a, b| model(a).total_cmp(&model(b))).expect("non-empty");
-                pick.measured_us <= best * 1.02
-            })
-            .count();
+        let choice = choice_counts(rows, model, &|r| r.measured_us, &|_| Vec::new());
         table_rows.push(vec![
             name.to_string(),
             pct(quantile(signed, 0.5)),
             pct(quantile(errors.clone(), 0.5)),
             pct(quantile(errors.clone(), 0.9)),
             pct(errors.iter().copied().fold(0.0, f64::max)),
-            format!("{within} of {}", keys.len()),
+            format!("{} of {}", choice.within, choice.configs),
         ]);
     }
     let _ = writeln!(
