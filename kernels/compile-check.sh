@@ -2,7 +2,8 @@
 # Compile check of every generated kernel variant, no GPU needed.
 #
 # Renders the sources of head dim {64, 128} x mask {full, causal} x {det, nondet, trace} (tile sizes as the
-# analyzer picks them by default: 128x128 for head dim 64, 64x128 for head dim 128; EXTRA_VARIANTS adds
+# analyzer picks them by default: 128x128 for head dim 64, 64x128 for head dim 128; and the sm90 loop's 80x128 at
+# head dim 128 on full masks; EXTRA_VARIANTS adds
 # more, as "HD BM BN MASK DET" lines) for both main loops: the portable one compiled for sm_80 and sm_90a, the
 # Hopper one (sm90_ variants) for sm_90a with the CUTLASS headers (kernels/fetch-cutlass.sh, or
 # $CUTLASS_INCLUDE). Every build runs with `-Xptxas -v`; the check reads the ptxas report of the backward
@@ -43,6 +44,9 @@ variants="64 128 128 full det
 64 128 128 causal trace
 128 64 128 full trace
 128 64 128 causal trace
+128 80 128 full det
+128 80 128 full nondet
+128 80 128 full trace
 ${EXTRA_VARIANTS:-}"
 
 cutlass="${CUTLASS_INCLUDE:-$("$root/kernels/fetch-cutlass.sh")}"
@@ -62,8 +66,11 @@ pairs=()
 while read -r hd bm bn mask det; do
   [[ -z "${hd:-}" ]] && continue
   name="hd${hd}_m${bm}_n${bn}_${mask}_${det}"
-  "$render" "$out/$name" "$hd" "$bm" "$bn" "$mask" "$det" sm80
-  pairs+=("$name 80" "$name 90a")
+  # 80-row tiles (head dim 128, full masks) exist only in the sm90 main loop.
+  if [[ "$bm" != 80 ]]; then
+    "$render" "$out/$name" "$hd" "$bm" "$bn" "$mask" "$det" sm80
+    pairs+=("$name 80" "$name 90a")
+  fi
   # The sm90 main loop's warpgroups split 128 KV rows: other tiles have no sm90 build.
   if [[ "$bn" == 128 ]]; then
     "$render" "$out/sm90_$name" "$hd" "$bm" "$bn" "$mask" "$det" sm90

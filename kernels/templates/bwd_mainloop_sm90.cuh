@@ -35,6 +35,12 @@
 #include <cuda_bf16.h>
 #include <cstdint>
 
+// The 80-row tiles' S^T, dP^T and dQ^T are wgmma of N = 80, one of the shapes
+// CuTe's op selectors offer only with this defined (without it they fall back to
+// five N = 16 instructions). The other tiles' shapes select the same either way.
+#ifndef CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED
+#define CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED
+#endif
 #include <cute/tensor.hpp>
 #include <cute/arch/copy_sm90_tma.hpp>
 #include <cute/atom/copy_traits_sm90_tma.hpp>
@@ -91,7 +97,21 @@ struct BwdConfig {
 
   static_assert(HEAD_DIM == 64 || HEAD_DIM == 128, "head dim must be 64 or 128");
   static_assert(BLOCK_N == 128, "the two consumer warpgroups split the 128 KV rows of dK/dV");
-  static_assert(BLOCK_M == 64 || BLOCK_M == 128, "BLOCK_M must be 64 or 128");
+  static_assert(BLOCK_M == 64 || BLOCK_M == 128 || (BLOCK_M == 80 && HEAD_DIM == 128 && !IS_CAUSAL),
+                "BLOCK_M must be 64 or 128 (or 80 at head dim 128 on full masks)");
+
+  // 80-row query tiles (head dim 128, full masks: FA4's tile there; 15% fewer
+  // instructions per query row than 64-row tiles, bench/NOTES.md run 158). 80
+  // rows are not a multiple of the wgmma's 64, so dQ is computed transposed,
+  // dQ^T = K^T dS^T, each warpgroup owning 64 head-dim columns of all 80 rows.
+  // The shared memory (227 KiB) then holds one dS buffer, so the dQ product is
+  // not deferred to the next visit, and three FP32 staging buffers of a
+  // warpgroup's half of a partial instead of two whole ones: 224 KiB of tiles.
+  static constexpr bool kTransposedDq = BLOCK_M == 80;
+  static constexpr bool kDeferDq = !kTransposedDq;
+  static constexpr int kDsBuffers = kDeferDq ? 2 : 1;
+  static constexpr int kDqBuffers = kTransposedDq ? 3 : kDqStages;
+  static constexpr int kDqBufferFloats = kTransposedDq ? BLOCK_M * HEAD_DIM / 2 : BLOCK_M * HEAD_DIM;
 
   using BM = Int<BLOCK_M>;
   using BN = Int<BLOCK_N>;
@@ -122,8 +142,17 @@ struct BwdConfig {
       Layout<Shape<_2, _1, _1>>{}));
   using AtomLayoutDq = std::conditional_t<kSplitDqRows, Layout<Shape<_2, _1, _1>>, Layout<Shape<_1, _2, _1>>>;
   using TileDqWg = std::conditional_t<kSplitDqRows, Shape<_64, HD, _16>, Shape<_64, Int<HEAD_DIM / 2>, _16>>;
-  using MmaDq = decltype(make_tiled_mma(
+  using MmaDqRows = decltype(make_tiled_mma(
       GMMA::ss_op_selector<Element, Element, float, TileDqWg, GMMA::Major::K, GMMA::Major::MN>(), AtomLayoutDq{}));
+  // Transposed (kTransposedDq): dQ^T (d x BLOCK_M over n) = K^T dS^T, A = K^T
+  // (MN-major: K is contiguous along d), B = dS (K-major); warpgroup w owns
+  // head-dim rows [64w, 64w + 64).
+  using MmaDqT = decltype(make_tiled_mma(
+      GMMA::ss_op_selector<Element, Element, float, Shape<_64, BM, _16>, GMMA::Major::MN, GMMA::Major::K>(),
+      Layout<Shape<_2, _1, _1>>{}));
+  using MmaDq = std::conditional_t<kTransposedDq, MmaDqT, MmaDqRows>;
+  // The dQ product's (M, N) tile.
+  using DqTile = std::conditional_t<kTransposedDq, Shape<HD, BM>, Shape<BM, HD>>;
 
   // A warpgroup's S^T accumulator (64 x BLOCK_M per warpgroup, the wgmma C
   // fragment ((2 columns, 2 row halves, BLOCK_M / 8 column blocks), 1, 1)) read
@@ -170,9 +199,20 @@ struct BwdConfig {
 // q tile)). Each warp stores 512 contiguous bytes per instruction (no bank
 // conflicts, no address arithmetic), and the writer adds the whole block with a
 // single bulk reduce. The postprocess kernel puts the values back in place.
+// Transposed dQ (kTransposedDq): each warpgroup stages its half on its own, so
+// the block is two halves, warpgroup w's at float offset w * BLOCK_M * d / 2,
+// chunk c of its thread u (0-127) at (c * 128 + u) * 4 in it.
 template <class Cfg>
 __host__ __device__ constexpr int dq_block_floats() {
   return Cfg::BLOCK_M * Cfg::HEAD_DIM;
+}
+template <class Cfg>
+__host__ __device__ constexpr int dq_chunk_offset(int t, int c) {
+  if constexpr (Cfg::kTransposedDq) {
+    return (t / 128) * (dq_block_floats<Cfg>() / 2) + (c * 128 + t % 128) * 4;
+  } else {
+    return (c * Cfg::kConsumerThreads + t) * 4;
+  }
 }
 
 // What the producer hands to the consumers with each stage, and the consumers to
@@ -202,8 +242,8 @@ struct SharedStorage {
   alignas(1024) Element v[cosize_v<typename Cfg::SmemLayoutK>];
   alignas(1024) Element q[Cfg::kStages][cosize_v<typename Cfg::SmemLayoutQ>];
   alignas(1024) Element dout[Cfg::kStages][cosize_v<typename Cfg::SmemLayoutQ>];
-  alignas(1024) Element ds[2][cosize_v<typename Cfg::SmemLayoutP>];  // by visit parity
-  alignas(128) float dq[Cfg::kDqStages][dq_block_floats<Cfg>()];  // fragment order (see dq_block_floats)
+  alignas(1024) Element ds[Cfg::kDsBuffers][cosize_v<typename Cfg::SmemLayoutP>];  // by visit parity
+  alignas(128) float dq[Cfg::kDqBuffers][Cfg::kDqBufferFloats];  // fragment order (see dq_block_floats)
   alignas(16) float lse[Cfg::kStages][Cfg::BLOCK_M];  // LSE * log2 e (BwdParams::lse_log2)
   alignas(16) float dsum[Cfg::kStages][Cfg::BLOCK_M];
   VisitSlot slot[Cfg::kStages];
@@ -213,6 +253,12 @@ struct SharedStorage {
   uint64_t empty[Cfg::kStages];             // consumers -> producer: the stage may be refilled
   uint64_t kv_full;                         // K_j/V_j landed
   uint64_t kv_empty;                        // K_j/V_j's tiles are free: products done, dK_j/dV_j stored out
+  // Transposed dQ only: a half staging buffer is full (its warpgroup's 128
+  // threads arrive) or read out (the writer arrives). Mbarriers, not named
+  // barriers: both writers wait on each buffer in turn, and a phase's parity
+  // says which fill a writer waits for.
+  uint64_t dq_half_full[3];
+  uint64_t dq_half_empty[3];
 };
 
 // ---------------------------------------------------------------------------
@@ -580,6 +626,81 @@ __device__ void run_dq_writer(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
   }
 }
 
+// The dQ writers of the transposed dQ (kTransposedDq). A visit's partial comes
+// as two halves, one per consumer warpgroup, through three half staging buffers
+// taken in turn: half h = 2n + w (the CTA's visit n, warpgroup w) goes to buffer
+// h % 3, its (h / 3)-th fill. Writer b takes the visits n = b (mod 2), as the
+// other main loop's writers do, and adds both halves of each once its rank has
+// come; it counts the CTA's visits from the schedule instead of waiting for an
+// end-of-work slot.
+template <class Cfg>
+__device__ void run_dq_half_writer(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& storage_in, int b) {
+  static_assert(Cfg::kTransposedDq && Cfg::kDqStages == 2, "two writers of half partials");
+  const SharedStorage<Cfg>* const storage_base = &storage_in;
+  const BwdParams& p = kp.p;
+  const int lane = threadIdx.x & 31;
+  int visits = 0;
+  for (int unit = blockIdx.x; unit < p.num_units; unit += gridDim.x) visits += p.units[unit].num_visits;
+
+  bool give_up = false;  // a rank wait failed: the host reports it; the adds stop
+#pragma unroll 1
+  for (int n = b; n < visits; n += 2) {
+    // Opaque to the loop optimizer: the buffers' addresses are derived from n
+    // and the storage afresh each time instead of being carried as induction
+    // variables, which spilled within warpgroup 0's 24 registers.
+    asm volatile("" : "+r"(n));
+    SharedStorage<Cfg>& ss = *const_cast<SharedStorage<Cfg>*>(storage_base);
+    const uint32_t h0 = 2 * n, h1 = 2 * n + 1;
+    const int b0 = h0 % 3, b1 = h1 % 3;
+    mbar_wait(&ss.dq_half_full[b0], (h0 / 3) & 1, pipeline_timeout_ns(p));
+    mbar_wait(&ss.dq_half_full[b1], (h1 / 3) & 1, pipeline_timeout_ns(p));
+    // Only the fields this writer uses (warpgroup 0 has 24 registers a thread);
+    // the slot stays in place until both halves are read out.
+    const VisitSlot& slot = ss.dq_slot[b];
+    const Visit v = decode_visit(VisitEntry{read_field(slot.kv_q), read_field(slot.rank_flags)});
+    const int bh = read_field(slot.bh);
+    int* sem = p.dq_semaphore + (size_t)bh * p.m_tiles + v.q;
+    int trace_visit_index = 0, trace_unit = 0;
+    if constexpr (Cfg::TRACE) {
+      trace_visit_index = read_field(slot.visit);
+      trace_unit = read_field(slot.unit);
+    }
+    if (lane == 0) trace_visit<Cfg>(p, trace_visit_index, 1);
+    if constexpr (Cfg::DETERMINISTIC) {
+      if (!give_up) give_up = !warp_wait_for_rank(p, sem, v.rank, v.rank == 0 ? 0 : -1, bh, v.q);
+    }
+    if (lane == 0) {
+      trace_visit<Cfg>(p, trace_visit_index, 2);
+      if (!give_up) {
+        if constexpr (Cfg::DETERMINISTIC) fence_async_global();
+        float* dst = p.dq_accum + ((size_t)bh * p.m_tiles + v.q) * dq_block_floats<Cfg>();
+        constexpr uint32_t kHalfBytes = Cfg::kDqBufferFloats * 4;
+        if (Cfg::kRankZeroStores && v.rank == 0) {
+          bulk_copy_s2g(dst, &ss.dq[b0][0], kHalfBytes);
+          bulk_copy_s2g(dst + Cfg::kDqBufferFloats, &ss.dq[b1][0], kHalfBytes);
+        } else {
+          bulk_reduce_add_s2g(dst, &ss.dq[b0][0], kHalfBytes);
+          bulk_reduce_add_s2g(dst + Cfg::kDqBufferFloats, &ss.dq[b1][0], kHalfBytes);
+        }
+      }
+      tma_store_arrive();
+      tma_store_wait<0>();  // both halves have been read out
+      mbar_arrive(&ss.dq_half_empty[b0]);
+      mbar_arrive(&ss.dq_half_empty[b1]);
+      if constexpr (Cfg::DETERMINISTIC) {
+        if (!give_up) {
+          bulk_wait_all_complete();  // the adds (or stores) have landed in global memory
+          fence_async_global();
+          release_rank(sem);
+        }
+      }
+      trace_visit<Cfg>(p, trace_visit_index, 3);
+      trace_unit_end<Cfg>(p, trace_unit);
+    }
+    __syncwarp();
+  }
+}
+
 // A consumer thread's stmatrix destinations of dS^T in a dS buffer, the swizzle
 // applied to the offset in the buffer (position-independent: both buffers are
 // 1 KiB aligned, the swizzle's period) rather than to each store's address. The
@@ -668,7 +789,7 @@ __device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
     Tensor sDo = make_tensor(make_smem_ptr(&ss.dout[s][0]), typename Cfg::SmemLayoutQ{});
     Tensor sQt = make_tensor(make_smem_ptr(&ss.q[s][0]), typename Cfg::SmemLayoutQt{});
     Tensor sDot = make_tensor(make_smem_ptr(&ss.dout[s][0]), typename Cfg::SmemLayoutQt{});
-    Element* ds_buffer = &ss.ds[count % 2][0];
+    Element* ds_buffer = &ss.ds[Cfg::kDeferDq ? count % 2 : 0][0];
     const float* lse = ss.lse[s];
     const float* dsum = ss.dsum[s];
 
@@ -798,10 +919,14 @@ __device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
       ds_pairs[i / 2] = __floats2bfloat162_rn(acc_s(i) * (acc_dp(i) - d.x), acc_s(i + 1) * (acc_dp(i + 1) - d.y));
       p_pairs[i / 2] = __floats2bfloat162_rn(acc_s(i), acc_s(i + 1));
     }
-    // The other warpgroup's dQ product of visit count - 2 has read this buffer.
-    // (The arrivals for a CTA's last two visits are never synced: no later code
-    // of the CTA uses these barriers.)
-    if (count >= 2) named_sync(kBarDsFree + 2 * (count % 2) + (1 - wg), Cfg::kConsumerThreads);
+    // The other warpgroup's dQ product of visit count - 2 (count - 1 with one dS
+    // buffer) has read this buffer. (The arrivals for a CTA's last visits are
+    // never synced: no later code of the CTA uses these barriers.)
+    if constexpr (Cfg::kDeferDq) {
+      if (count >= 2) named_sync(kBarDsFree + 2 * (count % 2) + (1 - wg), Cfg::kConsumerThreads);
+    } else {
+      if (count >= 1) named_sync(kBarDsFree + (1 - wg), Cfg::kConsumerThreads);
+    }
     {
       auto store_ds = make_tiled_copy_C(typename Cfg::StoreAtomDst{}, mma_sdp);
       auto thr_store = store_ds.get_thread_slice(tid);
@@ -854,6 +979,43 @@ __device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
       if (tid == 0) ss.dq_slot[b] = read_slot(ss.deferred_slot[n % 2]);
       return b;
     };
+    // Transposed dQ: dQ^T of this visit from the one dS buffer, once the other
+    // warpgroup's half of dS is stored, and this warpgroup's half staged (half
+    // 2n + wg, in buffer (2n + wg) % 3: see run_dq_half_writer).
+    auto issue_dq_transposed = [&](auto& mma_dq, auto& acc_dq) {
+      named_sync(kBarDsReady + (1 - wg), Cfg::kConsumerThreads);
+      Tensor sDs = make_tensor(make_smem_ptr(&ss.ds[0][0]), typename Cfg::SmemLayoutP{});
+      auto ops_dq = mma_dq.get_thread_slice(warpgroup_tid);
+      Tensor tQrKt = desc64(ops_dq.partition_fragment_A(sKt));
+      Tensor tQrDs = desc64(ops_dq.partition_fragment_B(sDs));
+      warpgroup_fence_operand(acc_dq);
+      warpgroup_arrive();
+      mma_dq.accumulate_ = GMMA::ScaleOut::Zero;
+      CUTE_UNROLL
+      for (int k = 0; k < size<2>(tQrKt); ++k) {
+        cute::gemm(mma_dq, tQrKt(_, _, k), tQrDs(_, _, k), acc_dq);
+        mma_dq.accumulate_ = GMMA::ScaleOut::One;
+      }
+      warpgroup_commit_batch();
+    };
+    auto stage_dq_half = [&](auto& acc_dq, uint32_t n) {
+      const uint32_t h = 2 * n + wg;
+      const int b = h % 3;
+      named_arrive(kBarDsFree + wg, Cfg::kConsumerThreads);  // this warpgroup is done with dS n
+      mbar_wait(&ss.dq_half_empty[b], ((h / 3) & 1) ^ 1, timeout_ns);  // fill h / 3 - 1 read out
+      static_assert(decltype(size(acc_dq))::value * 128 == Cfg::kDqBufferFloats, "dQ^T fragment");
+      float4* dq_stage = reinterpret_cast<float4*>(&ss.dq[b][0]) + (tid & 127);
+      CUTE_UNROLL
+      for (int c = 0; c < size(acc_dq) / 4; ++c) {
+        dq_stage[c * 128] = make_float4(acc_dq(4 * c), acc_dq(4 * c + 1), acc_dq(4 * c + 2), acc_dq(4 * c + 3));
+      }
+      // Warpgroup 0's half carries the slot (the writer reads it after both halves).
+      if (tid == 0) {
+        ss.dq_slot[n % 2] = VisitSlot{slot_kv_q, slot_rank_flags, read_field(ss.slot[s].bh), slot_visit,
+                                      read_field(ss.slot[s].unit), read_field(ss.slot[s].last_of_unit)};
+      }
+      return b;
+    };
 
     // This warpgroup's half of dS is in shared memory, for the dQ products of
     // both (async proxy). The dQ product of a visit comes with the next visit of
@@ -864,26 +1026,41 @@ __device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
     // lockstep: 3-6% slower at head dim 64, level at 128 (bench/NOTES.md run 62).
     // The slot of this visit is kept for its dQ partial.
     fence_async_shared();
-    named_arrive(kBarDsReady + 2 * (count % 2) + wg, Cfg::kConsumerThreads);
-    if (tid == 0) {
+    named_arrive(kBarDsReady + 2 * (Cfg::kDeferDq ? count % 2 : 0) + wg, Cfg::kConsumerThreads);
+    if (Cfg::kDeferDq && tid == 0) {
       ss.deferred_slot[count % 2] = VisitSlot{slot_kv_q, slot_rank_flags, read_field(ss.slot[s].bh), slot_visit,
                                               read_field(ss.slot[s].unit), read_field(ss.slot[s].last_of_unit)};
     }
 
+    auto issue_dk = [&] {
+      Tensor tKrQt = desc64(ops_dkv.partition_fragment_B(sQt));
+      warpgroup_fence_operand(acc_dk);
+      warpgroup_arrive();
+      CUTE_UNROLL
+      for (int k = 0; k < size<2>(tKrDs); ++k) cute::gemm(mma_dkv, tKrDs(_, _, k), tKrQt(_, _, k), acc_dk);
+      warpgroup_commit_batch();
+    };
+    // ---- Transposed dQ: dQ^T = K^T dS^T of this visit (staged for the writer); dK += dS^T Q ----
+    if constexpr (Cfg::kTransposedDq) {
+      typename Cfg::MmaDq mma_dq;
+      Tensor acc_dq = partition_fragment_C(mma_dq, typename Cfg::DqTile{});
+      issue_dq_transposed(mma_dq, acc_dq);
+      issue_dk();
+      warpgroup_wait<1>();  // dV and dQ^T done, dK may still run
+      warpgroup_fence_operand(acc_dv);
+      warpgroup_fence_operand(acc_dq);
+      const int b = stage_dq_half(acc_dq, count);
+      warpgroup_wait<0>();
+      warpgroup_fence_operand(acc_dk);
+      fence_async_shared();
+      mbar_arrive(&ss.dq_half_full[b]);
+    }
     // ---- dQ = dS K (staged for the writer); dK += dS^T Q ----
-    {
+    if constexpr (Cfg::kDeferDq) {
       // The previous visit's dQ, unless this visit starts a KV tile (the previous
       // tile's last dQ was done at its end).
       const bool dq_now = !cur.first_of_kv();
       const uint32_t dq_visit = count - 1;
-      auto issue_dk = [&] {
-        Tensor tKrQt = desc64(ops_dkv.partition_fragment_B(sQt));
-        warpgroup_fence_operand(acc_dk);
-        warpgroup_arrive();
-        CUTE_UNROLL
-        for (int k = 0; k < size<2>(tKrDs); ++k) cute::gemm(mma_dkv, tKrDs(_, _, k), tKrQt(_, _, k), acc_dk);
-        warpgroup_commit_batch();
-      };
       // Two straight-line paths rather than one with tests around the dQ
       // product: ptxas serializes every wgmma of the kernel when an accumulator
       // is read on a path it cannot match to its product.
@@ -939,7 +1116,7 @@ __device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
     // (4 bytes a thread, 8 rows a warp instruction) took 2.4 us (head dim 64) to
     // 5.1 us (head dim 128) per unit.
     if (cur.last_of_kv()) {
-      {
+      if constexpr (Cfg::kDeferDq) {
         // This visit's dQ, before K is overwritten.
         typename Cfg::MmaDq mma_dq;
         Tensor acc_dq = partition_fragment_C(mma_dq, Shape<BM, HD>{});
@@ -1014,8 +1191,9 @@ __device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
   }
   // The dK/dV stores have landed before the CTA (and its shared memory) goes.
   if (fresh_thread_index() == 128) bulk_wait_all_complete();
-  // Tell every writer there is no more work, each in its turn.
-  for (int i = 0; i < Cfg::kDqStages; ++i) {
+  // Tell every writer there is no more work, each in its turn. (The writers of
+  // half partials count their visits.)
+  for (int i = 0; i < (Cfg::kTransposedDq ? 0 : Cfg::kDqStages); ++i) {
     const int b = (count + i) % Cfg::kDqStages;
     named_sync(kBarDqEmpty + 2 * b + wg, 32 + 128);
     if (fresh_thread_index() == 128) ss.dq_slot[b].visit = -1;
@@ -1046,6 +1224,12 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) bwd_main_kernel(const __grid
     }
     mbar_init(&ss.kv_full, 1);
     mbar_init(&ss.kv_empty, 1);  // the consumer thread that stores dK/dV out
+    if constexpr (Cfg::kTransposedDq) {
+      for (int b = 0; b < 3; ++b) {
+        mbar_init(&ss.dq_half_full[b], 128);  // a warpgroup's threads
+        mbar_init(&ss.dq_half_empty[b], 1);   // the writer
+      }
+    }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     cute::prefetch_tma_descriptor(kp.tma_q.get_tma_descriptor());
     cute::prefetch_tma_descriptor(kp.tma_do.get_tma_descriptor());
@@ -1061,7 +1245,11 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) bwd_main_kernel(const __grid
     if (warp == 0) {
       if (cute::elect_one_sync()) run_producer<Cfg>(kp, ss);
     } else if (warp <= Cfg::kDqStages) {
-      run_dq_writer<Cfg>(kp, ss, warp - 1);
+      if constexpr (Cfg::kTransposedDq) {
+        run_dq_half_writer<Cfg>(kp, ss, warp - 1);
+      } else {
+        run_dq_writer<Cfg>(kp, ss, warp - 1);
+      }
     }
   } else {
     cutlass::arch::warpgroup_reg_alloc<Cfg::kConsumerRegs>();
@@ -1154,23 +1342,28 @@ __global__ void __launch_bounds__(Cfg::kConsumerThreads) bwd_postprocess_kernel(
   const int q_tile = blockIdx.x, bh = blockIdx.y - fixup_rows;
   const int t = threadIdx.x;
   typename Cfg::MmaDq mma_dq;
-  Tensor cDq = mma_dq.get_thread_slice(t).partition_C(
-      make_identity_tensor(Shape<typename Cfg::BM, typename Cfg::HD>{}));
+  Tensor cDq = mma_dq.get_thread_slice(t).partition_C(make_identity_tensor(typename Cfg::DqTile{}));
   static_assert(decltype(size(cDq))::value == 4 * kChunks, "dQ fragment");
-  const float4* src =
-      reinterpret_cast<const float4*>(p.dq_accum + ((size_t)bh * p.m_tiles + q_tile) * dq_block_floats<Cfg>()) + t;
+  const float* block = p.dq_accum + ((size_t)bh * p.m_tiles + q_tile) * dq_block_floats<Cfg>();
   float4 v[kChunks];
   CUTE_UNROLL
-  for (int c = 0; c < kChunks; ++c) v[c] = src[c * Cfg::kConsumerThreads];
+  for (int c = 0; c < kChunks; ++c) v[c] = *reinterpret_cast<const float4*>(block + dq_chunk_offset<Cfg>(t, c));
   CUTE_UNROLL
   for (int c = 0; c < kChunks; ++c) {
     const float pair[2][2] = {{v[c].x, v[c].y}, {v[c].z, v[c].w}};
     CUTE_UNROLL
     for (int k = 0; k < 2; ++k) {
-      // Values 4c + 2k and 4c + 2k + 1 are neighbouring columns of one row.
-      const int row = get<0>(cDq(4 * c + 2 * k)), col = get<1>(cDq(4 * c + 2 * k));
-      *reinterpret_cast<__nv_bfloat162*>(&tile[row * kRowElems + col]) =
-          __floats2bfloat162_rn(pair[k][0] * p.softmax_scale, pair[k][1] * p.softmax_scale);
+      // Values 4c + 2k and 4c + 2k + 1 are neighbouring columns of one row of the
+      // product: of dQ, or of dQ^T (neighbouring rows of dQ, one column).
+      if constexpr (Cfg::kTransposedDq) {
+        const int col = get<0>(cDq(4 * c + 2 * k)), row = get<1>(cDq(4 * c + 2 * k));
+        tile[row * kRowElems + col] = __float2bfloat16_rn(pair[k][0] * p.softmax_scale);
+        tile[(row + 1) * kRowElems + col] = __float2bfloat16_rn(pair[k][1] * p.softmax_scale);
+      } else {
+        const int row = get<0>(cDq(4 * c + 2 * k)), col = get<1>(cDq(4 * c + 2 * k));
+        *reinterpret_cast<__nv_bfloat162*>(&tile[row * kRowElems + col]) =
+            __floats2bfloat162_rn(pair[k][0] * p.softmax_scale, pair[k][1] * p.softmax_scale);
+      }
     }
   }
   __syncthreads();

@@ -53,7 +53,7 @@ __global__ void __launch_bounds__(kPreprocessThreads) bwd_preprocess_kernel(cons
     }
 #pragma unroll
     for (int s = kLanesPerRow / 2; s > 0; s >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, s);
-    if (chunk == 0) {
+    if (chunk == 0 && row < p.seqlen_q_pad) {
       const size_t stat = (size_t)bh * p.seqlen_q_pad + row;
       p.dsum[stat] = sum;
       p.lse_log2[stat] = p.lse[stat] * 1.4426950408889634f;
@@ -64,7 +64,9 @@ __global__ void __launch_bounds__(kPreprocessThreads) bwd_preprocess_kernel(cons
   // zeros into them and reads nothing back, but they must hold numbers).
   // Skipped where the main loop stores the first partial of every tile.
   float4* acc = reinterpret_cast<float4*>(p.dq_accum + ((size_t)bh * p.seqlen_q_pad + row0) * dq_accum_row_stride(HEAD_DIM));
-  const int zero_floats = p.skip_dq_accum_zeroing ? 0 : kPreprocessRows * dq_accum_row_stride(HEAD_DIM);
+  // (The last CTA's rows may pass seqlen_q_pad, a multiple of BLOCK_M, which 80 is not of 32.)
+  const int rows = min(kPreprocessRows, p.seqlen_q_pad - row0);
+  const int zero_floats = p.skip_dq_accum_zeroing ? 0 : rows * dq_accum_row_stride(HEAD_DIM);
   for (int i = threadIdx.x; i < zero_floats / 4; i += kPreprocessThreads) {
     acc[i] = make_float4(0.f, 0.f, 0.f, 0.f);
   }

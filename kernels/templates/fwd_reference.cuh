@@ -172,7 +172,9 @@ __global__ void __launch_bounds__(kThreads) ref_forward_kernel(RefShape s, const
       if (o32) o32[off] = acc[i][j] * inv;
     }
   }
-  if (threadIdx.x < kTile) {
+  // Rows of the forward's grid past seqlen_q_pad are not stored: with 80-row
+  // backward tiles the padded rows can end before the grid's last 64-row tile.
+  if (threadIdx.x < kTile && row0 + (int)threadIdx.x < s.seqlen_q_pad) {
     const int row = row0 + threadIdx.x;
     const float l = sRowSum[threadIdx.x];
     lse[(size_t)bh * s.seqlen_q_pad + row] =
@@ -181,7 +183,7 @@ __global__ void __launch_bounds__(kThreads) ref_forward_kernel(RefShape s, const
 }
 
 // LSE for padded rows past the forward's grid (seqlen_q_pad may exceed
-// ceil(seqlen_q / 64) * 64 when BLOCK_M = 128).
+// ceil(seqlen_q / 64) * 64 when BLOCK_M is 80 or 128).
 __global__ void ref_pad_lse_kernel(RefShape s, float* lse) {
   const int bh = blockIdx.y;
   const int row = ((s.seqlen_q + kTile - 1) / kTile) * kTile + blockIdx.x * blockDim.x + threadIdx.x;

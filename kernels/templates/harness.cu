@@ -629,7 +629,7 @@ int main(int argc, char** argv) {
       CHECK_CUDA(cudaMemsetAsync(dk, 0, nk * sizeof(__nv_bfloat16)));
       CHECK_CUDA(cudaMemsetAsync(dv, 0, nk * sizeof(__nv_bfloat16)));
     }
-    bwd_preprocess_kernel<config::kHeadDim><<<dim3(sq_pad / kPreprocessRows, BH), kPreprocessThreads>>>(p);
+    bwd_preprocess_kernel<config::kHeadDim><<<dim3((sq_pad + kPreprocessRows - 1) / kPreprocessRows, BH), kPreprocessThreads>>>(p);
     CHECK_LAUNCH();
   };
   auto launch_main = [&]() {

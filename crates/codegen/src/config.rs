@@ -159,7 +159,7 @@ impl KernelConfig {
         if !matches!(self.head_dim, 64 | 128) {
             return Err(CodegenError::UnsupportedHeadDim { head_dim: self.head_dim });
         }
-        if !matches!(self.block_m, 64 | 128) || !matches!(self.block_n, 64 | 128) {
+        if !matches!(self.block_m, 64 | 128) && !self.is_transposed_dq() || !matches!(self.block_n, 64 | 128) {
             return Err(CodegenError::UnsupportedTile { block_m: self.block_m, block_n: self.block_n });
         }
         if self.archs.is_empty() {
@@ -190,11 +190,22 @@ impl KernelConfig {
         Ok(())
     }
 
+    /// The Hopper loop's 80-row query tiles (head dim 128, full mask; FlashAttention-4's tile there): dQ is
+    /// computed transposed, with one dS buffer and three half staging buffers (`BwdConfig::kTransposedDq`).
+    pub fn is_transposed_dq(&self) -> bool {
+        self.main_loop == MainLoop::Sm90
+            && self.block_m == 80
+            && self.head_dim == 128
+            && self.block_n == 128
+            && self.mask == KernelMask::Full
+    }
+
     /// Dynamic shared memory of the main kernel. Portable loop: mirrors `BwdConfig::kSmemBytes` in its template:
     /// K and V tiles, two stages of Q and dO, P and dS (all bf16), two stages of LSE and D, the schedule
     /// reader's ring of 4 visit entries and two flags (48 bytes with padding). Hopper loop: `SharedStorage` in its
     /// template: K, V, two stages of Q and dO, two dS tiles (no P), two FP32 dQ staging tiles, LSE and D, and
-    /// under 256 bytes of visit slots and mbarriers.
+    /// under 256 bytes of visit slots and mbarriers; with transposed dQ (80-row tiles) one dS tile and three
+    /// FP32 staging tiles of half a partial each.
     pub fn smem_bytes(&self) -> u32 {
         let (d, bm, bn) = (self.head_dim, self.block_m, self.block_n);
         let bf16_elems = 2 * bn * d + 4 * bm * d + 2 * bm * bn;
@@ -204,7 +215,11 @@ impl KernelConfig {
                 // No P tile, two dS tiles: the bf16 count is the same. Two FP32 dQ staging tiles. The struct is
                 // 1 KiB aligned, so its size rounds up to a multiple of 1 KiB.
                 let small = (4 * bm * 4 + 256).div_ceil(1024) * 1024;
-                bf16_elems * 2 + 2 * bm * d * 4 + small
+                if self.is_transposed_dq() {
+                    (bf16_elems - bm * bn) * 2 + 3 * (bm * d / 2) * 4 + small
+                } else {
+                    bf16_elems * 2 + 2 * bm * d * 4 + small
+                }
             }
         }
     }

@@ -5,7 +5,10 @@ use thiserror::Error;
 pub enum CodegenError {
     #[error("head dim {head_dim} is not supported by the generated kernels (supported: 64, 128)")]
     UnsupportedHeadDim { head_dim: u32 },
-    #[error("tile {block_m} x {block_n} is not supported (block_m and block_n must each be 64 or 128)")]
+    #[error(
+        "tile {block_m} x {block_n} is not supported (block_m and block_n must each be 64 or 128; block_m 80 only \
+         with block_n 128 at head dim 128 on a full mask, in the sm90 main loop)"
+    )]
     UnsupportedTile { block_m: u32, block_n: u32 },
     #[error(
         "tile {block_m} x {block_n} at head dim {head_dim} needs {needed} bytes of shared memory; {arch} has {limit}"

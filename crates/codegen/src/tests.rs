@@ -246,3 +246,27 @@ fn the_cost_models_dq_writer_count_is_the_sm90_templates_staging_buffer_count() 
     assert!(source.contains("} else if (warp <= Cfg::kDqStages) {"), "writer warps are no longer one per buffer");
     assert_eq!(MainLoop::Sm80.dq_writers(), 0);
 }
+
+#[test]
+fn eighty_row_tiles_are_the_sm90_loops_full_mask_tile_at_head_dim_128() {
+    let mut c = sm90_config(128, KernelMask::Full, true);
+    c.block_m = 80;
+    assert!(c.is_transposed_dq());
+    c.check().expect("80 x 128 at head dim 128, full mask, sm90");
+    assert_eq!(c.variant_name(), "sm90_hd128_m80_n128_full_det");
+    // sizeof(SharedStorage) with one dS tile and three half staging tiles: 224 KiB of tiles, 2 KiB of the rest.
+    assert_eq!(c.smem_bytes(), 231_424);
+    let s = schedule(ScheduleKind::Shift, Mask::Full, 1000, 128);
+    let problem = Problem::new(ProblemSpec { block_m: 80, ..s.problem().spec() }).expect("valid problem");
+    let from_problem = KernelConfig::for_problem(&problem, s.mask(), true, MainLoop::Sm90).expect("supported");
+    assert_eq!(from_problem, c);
+    // Nowhere else: causal masks, head dim 64, the portable loop.
+    for bad in [
+        KernelConfig { mask: KernelMask::Causal, ..c.clone() },
+        KernelConfig { head_dim: 64, ..c.clone() },
+        KernelConfig { block_m: 80, ..config(128, KernelMask::Full, true) },
+    ] {
+        assert!(!bad.is_transposed_dq());
+        assert!(matches!(bad.check(), Err(CodegenError::UnsupportedTile { block_m: 80, .. })), "{bad}");
+    }
+}
