@@ -121,6 +121,43 @@ fn codegen_sm90_needs_the_cutlass_headers_and_names_them_in_the_build() {
 }
 
 #[test]
+fn codegen_renders_80_row_tiles_for_the_sm90_loop_at_head_dim_128_on_full_masks_only() {
+    let dir = scratch("codegen-m80");
+    let d = dir.to_str().unwrap();
+    let cutlass = fake_cutlass("cutlass-headers-m80");
+    let args = ["codegen", "--head-dim", "128", "--block-m", "80", "--seqlen", "1000", "--schedule", "naive"];
+    let out = Command::new(env!("CARGO_BIN_EXE_dashc"))
+        .args(args)
+        .args(["--mask", "full", "--arch", "sm90", "-o", d])
+        .env("CUTLASS_INCLUDE", &cutlass)
+        .output()
+        .expect("dashc runs");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let params = std::fs::read_to_string(dir.join("bwd_params.h")).unwrap();
+    assert!(params.contains("constexpr int kBlockM = 80;"), "{params}");
+    // 1000 rows in 80-row tiles: 13 q tiles (the last one partial) for each of 16 heads x 8 KV tiles.
+    let data = std::fs::read_to_string(dir.join("schedule.txt")).unwrap();
+    assert!(data.contains(" 128 80 128 full\n"), "{data}");
+    assert!(data.contains("\ncounts 128 1664\n"), "{data}");
+    for (extra, why) in [
+        (["--mask", "full", "--arch", "sm80"], "the portable loop"),
+        (["--mask", "causal", "--arch", "sm90"], "a causal mask"),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_dashc"))
+            .args(args)
+            .args(extra)
+            .args(["-o", d])
+            .env("CUTLASS_INCLUDE", &cutlass)
+            .output()
+            .expect("dashc runs");
+        assert_eq!(out.status.code(), Some(2), "{why}: {}", stderr(&out));
+        assert!(stderr(&out).contains("tile 80 x 128 is not supported"), "{why}: {}", stderr(&out));
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+    std::fs::remove_dir_all(&cutlass).unwrap();
+}
+
+#[test]
 fn codegen_renders_the_split_tail_for_the_sm90_loop_only() {
     let dir = scratch("codegen-split");
     let d = dir.to_str().unwrap();
