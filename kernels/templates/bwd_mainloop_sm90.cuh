@@ -17,10 +17,13 @@
 //                        adds the partial with a bulk reduce-add (stores it with a
 //                        bulk copy if it is the tile's rank 0, deterministic
 //                        build), and releases the rank once the write has landed.
+//                        (80-row tiles: three half staging buffers; the writers
+//                        still take alternate visits, see run_dq_half_writer.)
 //   warpgroups 1 and 2   the consumers: the five products of every visit,
 //                        S^T = K Q^T, dP^T = V dO^T (transposed, so that each
 //                        warpgroup owns 64 KV rows), dV += P^T dO and
-//                        dK += dS^T Q (A operand from registers), dQ = dS K.
+//                        dK += dS^T Q (A operand from registers), dQ = dS K
+//                        (dQ^T = K^T dS^T with 80-row tiles).
 //                        dK_j/dV_j live in their registers for the KV tile's run.
 // Warpgroup 0 gives its registers to the consumers (setmaxnreg).
 //
@@ -75,8 +78,9 @@ struct BwdConfig {
   static constexpr int kConsumerThreads = 256;  // two warpgroups
   static constexpr int kThreads = 128 + kConsumerThreads;
   static constexpr int kStages = 2;             // Q/dO/LSE/D ring
-  // FP32 dQ staging buffers: with two, the consumers stage a visit's partial
-  // while the writer still adds the previous one.
+  // The dQ writer warps, one per FP32 staging buffer with the default tiles:
+  // with two, the consumers stage a visit's partial while the writer still adds
+  // the previous one. (80-row tiles: kDqBuffers half buffers, the same writers.)
   static constexpr int kDqStages = 2;
   static_assert(kDqStages == 2, "the named barrier IDs (NamedBarrier) are laid out for two staging buffers");
   // The deterministic build stores each q tile's rank-0 partial (a bulk copy)
@@ -242,12 +246,12 @@ struct SharedStorage {
   alignas(1024) Element v[cosize_v<typename Cfg::SmemLayoutK>];
   alignas(1024) Element q[Cfg::kStages][cosize_v<typename Cfg::SmemLayoutQ>];
   alignas(1024) Element dout[Cfg::kStages][cosize_v<typename Cfg::SmemLayoutQ>];
-  alignas(1024) Element ds[Cfg::kDsBuffers][cosize_v<typename Cfg::SmemLayoutP>];  // by visit parity
+  alignas(1024) Element ds[Cfg::kDsBuffers][cosize_v<typename Cfg::SmemLayoutP>];  // by visit parity (or one)
   alignas(128) float dq[Cfg::kDqBuffers][Cfg::kDqBufferFloats];  // fragment order (see dq_block_floats)
   alignas(16) float lse[Cfg::kStages][Cfg::BLOCK_M];  // LSE * log2 e (BwdParams::lse_log2)
   alignas(16) float dsum[Cfg::kStages][Cfg::BLOCK_M];
   VisitSlot slot[Cfg::kStages];
-  VisitSlot dq_slot[Cfg::kDqStages];
+  VisitSlot dq_slot[Cfg::kDqStages];  // per writer: by buffer, or (80-row tiles) by visit parity
   VisitSlot deferred_slot[2];  // the slot of a visit whose dQ comes with the next visit (by visit parity)
   alignas(8) uint64_t full[Cfg::kStages];   // producer -> consumers: the stage's loads landed
   uint64_t empty[Cfg::kStages];             // consumers -> producer: the stage may be refilled
@@ -321,7 +325,10 @@ __device__ __forceinline__ unsigned long long pipeline_timeout_ns(const BwdParam
 // dQ staging buffer and each dS buffer has its own, per warpgroup where the two
 // warpgroups pass at different times. A warpgroup cannot arrive twice on one
 // before the other has synced: its next arrival needs something the other does
-// after that sync (bench/NOTES.md run 62 gives the argument per barrier).
+// after that sync (bench/NOTES.md run 62 gives the argument per barrier; with
+// one dS buffer, 80-row tiles, a warpgroup's next DsReady arrival needs the
+// other's DsFree arrival, which follows its DsReady sync, and likewise).
+// The 80-row tiles' half staging buffers use mbarriers instead (SharedStorage).
 enum NamedBarrier : uint32_t {
   kBarConsumers = 1,  // the 256 consumer threads
   kBarDqFull = 2,     // + buffer: consumers arrive (dQ partial staged), the writer syncs
@@ -329,7 +336,8 @@ enum NamedBarrier : uint32_t {
   kBarDsReady = 8,    // + 2 * dS buffer + warpgroup: its half of dS is stored (it arrives, the other syncs)
   kBarDsFree = 12,    // + 2 * dS buffer + warpgroup: its dQ product has read the buffer (likewise)
 };
-// The IDs above are laid out for two dQ staging buffers and two dS buffers.
+// The IDs above are laid out for two dQ staging buffers and two dS buffers (the
+// 80-row tiles use dS buffer 0 only and no DqFull/DqEmpty).
 
 __device__ __forceinline__ void named_sync(uint32_t id, uint32_t count) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory");
@@ -652,6 +660,10 @@ __device__ void run_dq_half_writer(const KernelParams<Cfg>& kp, SharedStorage<Cf
     SharedStorage<Cfg>& ss = *const_cast<SharedStorage<Cfg>*>(storage_base);
     const uint32_t h0 = 2 * n, h1 = 2 * n + 1;
     const int b0 = h0 % 3, b1 = h1 % 3;
+    // The order of these two waits, and of the two empty arrivals below (b0, then
+    // b1), is what keeps every parity wait within one phase of its barrier: the
+    // b1 wait relies on warpgroup 0 having filled half h0 - 2 before h0, and
+    // warpgroup 0's empty wait on half h0 - 6 being read out before h0 - 5.
     mbar_wait(&ss.dq_half_full[b0], (h0 / 3) & 1, pipeline_timeout_ns(p));
     mbar_wait(&ss.dq_half_full[b1], (h1 / 3) & 1, pipeline_timeout_ns(p));
     // Only the fields this writer uses (warpgroup 0 has 24 registers a thread);
@@ -702,7 +714,7 @@ __device__ void run_dq_half_writer(const KernelParams<Cfg>& kp, SharedStorage<Cf
 }
 
 // A consumer thread's stmatrix destinations of dS^T in a dS buffer, the swizzle
-// applied to the offset in the buffer (position-independent: both buffers are
+// applied to the offset in the buffer (position-independent: every dS buffer is
 // 1 KiB aligned, the swizzle's period) rather than to each store's address. The
 // partition's layout is static: the thread's part is all in the pointer.
 template <class Cfg>
@@ -720,7 +732,8 @@ __device__ __forceinline__ auto ds_store_partition(int tid, Element* buffer) {
 // registers). P never goes to shared memory; dS goes there once (transposed by
 // stmatrix) for dQ = dS K, in one of two buffers (by visit parity): a
 // warpgroup stores dS of visit n + 2 once the other's dQ product of visit n has
-// read that buffer, which leaves it a visit of slack.
+// read that buffer, which leaves it a visit of slack. (80-row tiles: one dS
+// buffer and dQ^T = K^T dS^T within its visit; see BwdConfig::kTransposedDq.)
 template <class Cfg>
 __device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& ss) {
   using BM = typename Cfg::BM;
@@ -1018,13 +1031,14 @@ __device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
     };
 
     // This warpgroup's half of dS is in shared memory, for the dQ products of
-    // both (async proxy). The dQ product of a visit comes with the next visit of
-    // the KV tile (or at the tile's end): the two warpgroups then never wait for
-    // each other inside a visit, and drift apart, one computing exp2 and dS while
-    // the other keeps the tensor cores busy. Waiting for both halves within the
-    // visit (one barrier of the 256 consumers, as FA3 and FA4 do) kept them in
-    // lockstep: 3-6% slower at head dim 64, level at 128 (bench/NOTES.md run 62).
-    // The slot of this visit is kept for its dQ partial.
+    // both (async proxy). With the default tiles the dQ product of a visit comes
+    // with the next visit of the KV tile (or at the tile's end): the two
+    // warpgroups then never wait for each other inside a visit, and drift apart,
+    // one computing exp2 and dS while the other keeps the tensor cores busy.
+    // Waiting for both halves within the visit (one barrier of the 256
+    // consumers, as FA3 and FA4 do) kept them in lockstep: 3-6% slower at head
+    // dim 64, level at 128 (bench/NOTES.md run 62). The slot of this visit is
+    // kept for its dQ partial.
     fence_async_shared();
     named_arrive(kBarDsReady + 2 * (Cfg::kDeferDq ? count % 2 : 0) + wg, Cfg::kConsumerThreads);
     if (Cfg::kDeferDq && tid == 0) {

@@ -129,10 +129,11 @@ impl Target {
 
 /// A costs file describes the main loop it was calibrated on (`dq_writers`: the portable loop's 0, the sm90 loop's
 /// writers); predicting the other loop's runs with it would be silently wrong, so a GPU command refuses (exit 2).
-/// Likewise a file of the sm90 loop from before its deferred dQ (`dq_deferred` false).
-pub fn check_costs_main_loop(costs: &schedulers::CostModel, path: &Path, target: &Target) -> Result<()> {
+/// Likewise a file of the sm90 loop from before its deferred dQ (`dq_deferred` false), for the tiles (`block_m`)
+/// that defer it.
+pub fn check_costs_main_loop(costs: &schedulers::CostModel, path: &Path, target: &Target, block_m: u32) -> Result<()> {
     if costs.dq_writers == target.main_loop.dq_writers() {
-        if costs.dq_deferred != target.main_loop.dq_deferred() {
+        if costs.dq_deferred != target.main_loop.dq_deferred(block_m) {
             return Err(bad_input(format!(
                 "costs file {} was calibrated on the sm90 main loop before its deferred dQ (it has no \
                  \"dq_deferred\": true); calibrate again with this dashc",

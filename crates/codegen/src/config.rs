@@ -49,8 +49,9 @@ impl MainLoop {
     }
 
     /// How the main loop adds dQ, as the cost model counts it (`CostModel::dq_writers`): the portable loop's
-    /// computing threads add after each visit (0); the sm90 loop has a writer warp per FP32 staging buffer
-    /// (`kDqStages` in its template: 2; a codegen test ties the two).
+    /// computing threads add after each visit (0); the sm90 loop has two writer warps (`kDqStages` in its
+    /// template; a codegen test ties the two), one per FP32 staging buffer with its default tiles. (Its 80-row
+    /// tiles stage half partials in three buffers, which the model does not describe: it has no costs for them.)
     pub fn dq_writers(self) -> u32 {
         match self {
             MainLoop::Sm80 => 0,
@@ -59,9 +60,10 @@ impl MainLoop {
     }
 
     /// Whether a visit's dQ partial is staged with the next visit of its KV tile (`CostModel::dq_deferred`): the
-    /// sm90 loop's deferred dQ, which keeps its two consumer warpgroups out of lockstep.
-    pub fn dq_deferred(self) -> bool {
-        self == MainLoop::Sm90
+    /// sm90 loop's deferred dQ, which keeps its two consumer warpgroups out of lockstep. Not with its 80-row tiles
+    /// (`KernelConfig::is_transposed_dq`, the only sm90 build with block_m 80): one dS buffer, dQ within the visit.
+    pub fn dq_deferred(self, block_m: u32) -> bool {
+        self == MainLoop::Sm90 && block_m != 80
     }
 
     /// The launch the GPU commands use with this main loop when none is asked for. The sm90 loop's persistent
@@ -159,7 +161,7 @@ impl KernelConfig {
         if !matches!(self.head_dim, 64 | 128) {
             return Err(CodegenError::UnsupportedHeadDim { head_dim: self.head_dim });
         }
-        if !matches!(self.block_m, 64 | 128) && !self.is_transposed_dq() || !matches!(self.block_n, 64 | 128) {
+        if (!matches!(self.block_m, 64 | 128) && !self.is_transposed_dq()) || !matches!(self.block_n, 64 | 128) {
             return Err(CodegenError::UnsupportedTile { block_m: self.block_m, block_n: self.block_n });
         }
         if self.archs.is_empty() {

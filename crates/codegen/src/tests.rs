@@ -225,9 +225,9 @@ fn persistent_schedules_carry_their_grid_and_need_the_sm90_main_loop() {
 }
 
 #[test]
-fn the_cost_models_dq_writer_count_is_the_sm90_templates_staging_buffer_count() {
-    // The sm90 loop runs one writer warp per FP32 staging buffer (`kDqStages`); the cost model's
-    // `dq_writers` must say the same, or calibration and prediction describe another kernel.
+fn the_cost_models_dq_writer_count_is_the_sm90_templates_writer_count() {
+    // The sm90 loop runs `kDqStages` writer warps (one per FP32 staging buffer with its default tiles); the cost
+    // model's `dq_writers` must say the same, or calibration and prediction describe another kernel.
     let (_, source) = crate::templates::EMBEDDED
         .iter()
         .find(|(name, _)| *name == "bwd_mainloop_sm90.cuh")
@@ -242,8 +242,8 @@ fn the_cost_models_dq_writer_count_is_the_sm90_templates_staging_buffer_count() 
         .and_then(|v| v.trim().trim_end_matches(';').trim().parse().ok())
         .unwrap_or_else(|| panic!("kDqStages is a plain number: {line}"));
     assert_eq!(MainLoop::Sm90.dq_writers(), stages);
-    // And the writer warps are the warps after the producer in warpgroup 0: one per buffer.
-    assert!(source.contains("} else if (warp <= Cfg::kDqStages) {"), "writer warps are no longer one per buffer");
+    // And the writer warps are the warps after the producer in warpgroup 0, kDqStages of them.
+    assert!(source.contains("} else if (warp <= Cfg::kDqStages) {"), "the writer warps are no longer kDqStages");
     assert_eq!(MainLoop::Sm80.dq_writers(), 0);
 }
 
@@ -256,6 +256,12 @@ fn eighty_row_tiles_are_the_sm90_loops_full_mask_tile_at_head_dim_128() {
     assert_eq!(c.variant_name(), "sm90_hd128_m80_n128_full_det");
     // sizeof(SharedStorage) with one dS tile and three half staging tiles: 224 KiB of tiles, 2 KiB of the rest.
     assert_eq!(c.smem_bytes(), 231_424);
+    // No deferred dQ with one dS buffer: the cost model is told so through the tile.
+    assert!(MainLoop::Sm90.dq_deferred(64) && !MainLoop::Sm90.dq_deferred(80) && !MainLoop::Sm80.dq_deferred(64));
+    // The atomic and trace builds are the same configuration otherwise.
+    for (deterministic, trace) in [(false, false), (true, true)] {
+        KernelConfig { deterministic, trace, ..c.clone() }.check().expect("supported");
+    }
     let s = schedule(ScheduleKind::Shift, Mask::Full, 1000, 128);
     let problem = Problem::new(ProblemSpec { block_m: 80, ..s.problem().spec() }).expect("valid problem");
     let from_problem = KernelConfig::for_problem(&problem, s.mask(), true, MainLoop::Sm90).expect("supported");

@@ -207,7 +207,7 @@ pub fn run(args: CalibrateArgs) -> Result<()> {
             (
                 Samples {
                     dq_writers: main_loop.dq_writers(),
-                    dq_deferred: main_loop.dq_deferred(),
+                    dq_deferred: main_loop.dq_deferred(p.block_m()),
                     ..Samples::default()
                 },
                 Vec::new(),

@@ -53,7 +53,7 @@ pub fn run(args: RunArgs) -> Result<()> {
         setup
     };
     if let Some(c) = &setup.calibrated {
-        crate::gpu::check_costs_main_loop(&setup.costs, &c.path, &target)?;
+        crate::gpu::check_costs_main_loop(&setup.costs, &c.path, &target, setup.problem.block_m())?;
     }
     let outcomes = measure_setup(&setup, &args.gpu, &target, &nvcc, args.nondeterministic, false)?;
     let measured: Vec<&Measured> = outcomes

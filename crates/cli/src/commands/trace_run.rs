@@ -77,7 +77,7 @@ pub fn trace(
     // The phases of this one run, beside the calibration's where there is one: where the prediction goes wrong.
     let mut samples = Samples {
         dq_writers: target.main_loop.dq_writers(),
-        dq_deferred: target.main_loop.dq_deferred(),
+        dq_deferred: target.main_loop.dq_deferred(setup.problem.block_m()),
         ..Samples::default()
     };
     match samples.add_run(&schedule, &run.trace.units) {

@@ -648,7 +648,7 @@ fn measure(args: &ValidateArgs, costs: &CostsFile, costs_path: &Path) -> Result<
     costs.check_gpu(costs_path, &device.name)?;
     let target = Target::for_device(args.gpu.arch, &device)?;
     for entry in &costs.entries {
-        crate::gpu::check_costs_main_loop(&entry.costs, costs_path, &target)?;
+        crate::gpu::check_costs_main_loop(&entry.costs, costs_path, &target, entry.block_m)?;
     }
     let mut kernels = Vec::new();
     for (_, s) in &setups {
