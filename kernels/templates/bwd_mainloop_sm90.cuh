@@ -642,9 +642,8 @@ __device__ void run_dq_writer(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
 // come; it counts the CTA's visits from the schedule instead of waiting for an
 // end-of-work slot.
 template <class Cfg>
-__device__ void run_dq_half_writer(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& storage_in, int b) {
+__device__ void run_dq_half_writer(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& ss, int b) {
   static_assert(Cfg::kTransposedDq && Cfg::kDqStages == 2, "two writers of half partials");
-  const SharedStorage<Cfg>* const storage_base = &storage_in;
   const BwdParams& p = kp.p;
   const int lane = threadIdx.x & 31;
   int visits = 0;
@@ -654,10 +653,9 @@ __device__ void run_dq_half_writer(const KernelParams<Cfg>& kp, SharedStorage<Cf
 #pragma unroll 1
   for (int n = b; n < visits; n += 2) {
     // Opaque to the loop optimizer: the buffers' addresses are derived from n
-    // and the storage afresh each time instead of being carried as induction
-    // variables, which spilled within warpgroup 0's 24 registers.
+    // afresh each time instead of being carried as induction variables, which
+    // spilled within warpgroup 0's 24 registers.
     asm volatile("" : "+r"(n));
-    SharedStorage<Cfg>& ss = *const_cast<SharedStorage<Cfg>*>(storage_base);
     const uint32_t h0 = 2 * n, h1 = 2 * n + 1;
     const int b0 = h0 % 3, b1 = h1 % 3;
     // The order of these two waits, and of the two empty arrivals below (b0, then
@@ -959,23 +957,31 @@ __device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
       for (int k = 0; k < size<2>(tVrP); ++k) cute::gemm(mma_dkv, tVrP(_, _, k), tVrDot(_, _, k), acc_dv);
       warpgroup_commit_batch();
     }
-    // The dQ partial of visit n: its product from dS buffer n % 2 and K, once the
-    // other warpgroup's half of that dS is stored, and its staging for the writer.
+    // The dQ partial of visit n: its product from dS buffer n % 2 (the one dS
+    // buffer with 80-row tiles) and K, once the other warpgroup's half of that dS
+    // is stored. dQ = dS K, or transposed (kTransposedDq) dQ^T = K^T dS^T: the
+    // same two operands, swapped.
     auto issue_dq = [&](auto& mma_dq, auto& acc_dq, uint32_t n) {
-      named_sync(kBarDsReady + 2 * (n % 2) + (1 - wg), Cfg::kConsumerThreads);
-      Tensor sDsN = make_tensor(make_smem_ptr(&ss.ds[n % 2][0]), typename Cfg::SmemLayoutP{});
+      const int buffer = Cfg::kDeferDq ? n % 2 : 0;
+      named_sync(kBarDsReady + 2 * buffer + (1 - wg), Cfg::kConsumerThreads);
+      Tensor sDsN = make_tensor(make_smem_ptr(&ss.ds[buffer][0]), typename Cfg::SmemLayoutP{});
       auto ops_dq = mma_dq.get_thread_slice(warpgroup_tid);
-      Tensor tQrDs = desc64(ops_dq.partition_fragment_A(sDsN));
-      Tensor tQrKt = desc64(ops_dq.partition_fragment_B(sKt));
-      warpgroup_fence_operand(acc_dq);
-      warpgroup_arrive();
-      mma_dq.accumulate_ = GMMA::ScaleOut::Zero;
-      CUTE_UNROLL
-      for (int k = 0; k < size<2>(tQrDs); ++k) {
-        cute::gemm(mma_dq, tQrDs(_, _, k), tQrKt(_, _, k), acc_dq);
-        mma_dq.accumulate_ = GMMA::ScaleOut::One;
+      auto product = [&](auto tA, auto tB) {
+        warpgroup_fence_operand(acc_dq);
+        warpgroup_arrive();
+        mma_dq.accumulate_ = GMMA::ScaleOut::Zero;
+        CUTE_UNROLL
+        for (int k = 0; k < size<2>(tA); ++k) {
+          cute::gemm(mma_dq, tA(_, _, k), tB(_, _, k), acc_dq);
+          mma_dq.accumulate_ = GMMA::ScaleOut::One;
+        }
+        warpgroup_commit_batch();
+      };
+      if constexpr (Cfg::kTransposedDq) {
+        product(desc64(ops_dq.partition_fragment_A(sKt)), desc64(ops_dq.partition_fragment_B(sDsN)));
+      } else {
+        product(desc64(ops_dq.partition_fragment_A(sDsN)), desc64(ops_dq.partition_fragment_B(sKt)));
       }
-      warpgroup_commit_batch();
     };
     auto stage_dq = [&](auto& acc_dq, uint32_t n) {
       const int b = n % Cfg::kDqStages;
@@ -992,25 +998,8 @@ __device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
       if (tid == 0) ss.dq_slot[b] = read_slot(ss.deferred_slot[n % 2]);
       return b;
     };
-    // Transposed dQ: dQ^T of this visit from the one dS buffer, once the other
-    // warpgroup's half of dS is stored, and this warpgroup's half staged (half
-    // 2n + wg, in buffer (2n + wg) % 3: see run_dq_half_writer).
-    auto issue_dq_transposed = [&](auto& mma_dq, auto& acc_dq) {
-      named_sync(kBarDsReady + (1 - wg), Cfg::kConsumerThreads);
-      Tensor sDs = make_tensor(make_smem_ptr(&ss.ds[0][0]), typename Cfg::SmemLayoutP{});
-      auto ops_dq = mma_dq.get_thread_slice(warpgroup_tid);
-      Tensor tQrKt = desc64(ops_dq.partition_fragment_A(sKt));
-      Tensor tQrDs = desc64(ops_dq.partition_fragment_B(sDs));
-      warpgroup_fence_operand(acc_dq);
-      warpgroup_arrive();
-      mma_dq.accumulate_ = GMMA::ScaleOut::Zero;
-      CUTE_UNROLL
-      for (int k = 0; k < size<2>(tQrKt); ++k) {
-        cute::gemm(mma_dq, tQrKt(_, _, k), tQrDs(_, _, k), acc_dq);
-        mma_dq.accumulate_ = GMMA::ScaleOut::One;
-      }
-      warpgroup_commit_batch();
-    };
+    // Transposed dQ: this warpgroup's half staged (half 2n + wg, in buffer
+    // (2n + wg) % 3: see run_dq_half_writer).
     auto stage_dq_half = [&](auto& acc_dq, uint32_t n) {
       const uint32_t h = 2 * n + wg;
       const int b = h % 3;
@@ -1058,7 +1047,7 @@ __device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
     if constexpr (Cfg::kTransposedDq) {
       typename Cfg::MmaDq mma_dq;
       Tensor acc_dq = partition_fragment_C(mma_dq, typename Cfg::DqTile{});
-      issue_dq_transposed(mma_dq, acc_dq);
+      issue_dq(mma_dq, acc_dq, count);
       issue_dk();
       warpgroup_wait<1>();  // dV and dQ^T done, dK may still run
       warpgroup_fence_operand(acc_dv);

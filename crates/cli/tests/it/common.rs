@@ -1,4 +1,4 @@
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 /// The calibrated costs of the test fixture (an H200 file: head dim 64 with 128x128 tiles, head dim 128 with
@@ -10,6 +10,11 @@ pub fn costs_fixture() -> String {
 /// Runs the built `dashc` with `args`.
 pub fn dashc(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_dashc")).args(args).output().expect("dashc runs")
+}
+
+/// Runs the built `dashc` with `args`, taking the CUTLASS headers from `cutlass` (`CUTLASS_INCLUDE`).
+pub fn dashc_with_cutlass(args: &[&str], cutlass: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_dashc")).args(args).env("CUTLASS_INCLUDE", cutlass).output().expect("dashc runs")
 }
 
 pub fn stdout(out: &Output) -> String {

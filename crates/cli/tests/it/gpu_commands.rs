@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use crate::common::{dashc, fails_with, stderr, stdout};
+use crate::common::{dashc, dashc_with_cutlass, fails_with, stderr, stdout};
 
 fn scratch(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("dashc-{name}-{}", std::process::id()));
@@ -126,12 +126,8 @@ fn codegen_renders_80_row_tiles_for_the_sm90_loop_at_head_dim_128_on_full_masks_
     let d = dir.to_str().unwrap();
     let cutlass = fake_cutlass("cutlass-headers-m80");
     let args = ["codegen", "--head-dim", "128", "--block-m", "80", "--seqlen", "1000", "--schedule", "naive"];
-    let out = Command::new(env!("CARGO_BIN_EXE_dashc"))
-        .args(args)
-        .args(["--mask", "full", "--arch", "sm90", "-o", d])
-        .env("CUTLASS_INCLUDE", &cutlass)
-        .output()
-        .expect("dashc runs");
+    let with = |extra: [&str; 4]| dashc_with_cutlass(&[&args[..], &extra, &["-o", d]].concat(), &cutlass);
+    let out = with(["--mask", "full", "--arch", "sm90"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let params = std::fs::read_to_string(dir.join("bwd_params.h")).unwrap();
     assert!(params.contains("constexpr int kBlockM = 80;"), "{params}");
@@ -143,13 +139,7 @@ fn codegen_renders_80_row_tiles_for_the_sm90_loop_at_head_dim_128_on_full_masks_
         (["--mask", "full", "--arch", "sm80"], "the portable loop"),
         (["--mask", "causal", "--arch", "sm90"], "a causal mask"),
     ] {
-        let out = Command::new(env!("CARGO_BIN_EXE_dashc"))
-            .args(args)
-            .args(extra)
-            .args(["-o", d])
-            .env("CUTLASS_INCLUDE", &cutlass)
-            .output()
-            .expect("dashc runs");
+        let out = with(extra);
         assert_eq!(out.status.code(), Some(2), "{why}: {}", stderr(&out));
         assert!(stderr(&out).contains("tile 80 x 128 is not supported"), "{why}: {}", stderr(&out));
     }
