@@ -6,7 +6,7 @@
 #      with NEW_FLAGS set, "flags" (the new harness with those harness options, e.g. an A/B switch inside it).
 #      Each run: --no-check --reps 20 --repeat-runs 2, whole backward and main kernel alone (medians of 20).
 # Prints a summary (whole backward and main kernel, new against base, per row) and packs everything into
-# $OUT/ab.tgz (one JSON line per run, ptxas logs, device.txt, sides.txt). About 100 s of building and checks plus
+# $OUT/ab.tgz (or the name of AB_TGZ) (one JSON line per run, ptxas logs, device.txt, sides.txt). About 100 s of building and checks plus
 # 30 s per round and arm on an H200 (runs 101-103). Usage: ROUNDS=2 [NEW_FLAGS="..."] bash bench/scripts/ab-run.sh
 # ONLY=REGEX times only the timing schedules whose name matches. SUSTAIN_REPS=N times each run as N repetitions
 # after IDLE_MS (default 2000) of rest instead of 20: the GPU's power limit makes the first 40-60 ms of load about
@@ -15,11 +15,12 @@
 set -uo pipefail
 export PATH=/usr/local/cuda/bin:$PATH
 : "${OUT:?OUT must name the folder to write to (the device machine sets it)}"
-[ -f target/ab.tgz ] || { echo "target/ab.tgz is missing: run bench/scripts/ab-prepare.sh here and carry it"; exit 2; }
+TGZ=${AB_TGZ:-target/ab.tgz}  # another prepared A/B: copy target/ab.tgz to a new name after ab-prepare.sh
+[ -f $TGZ ] || { echo "$TGZ is missing: run bench/scripts/ab-prepare.sh here and carry it"; exit 2; }
 I=$(WHEEL=$(ls target/cutlass-wheel/nvidia_cutlass-*.whl) kernels/fetch-cutlass.sh) || exit 2
 W=/tmp/dashc-ab; R=$W/results
-rm -rf $W && mkdir -p $W && tar xzf target/ab.tgz -C $W && mv $W/ab/* $W/ && rmdir $W/ab && mkdir -p $R
-trap 'tar czf $OUT/ab.tgz -C $W results' EXIT
+rm -rf $W && mkdir -p $W && tar xzf $TGZ -C $W && mv $W/ab/* $W/ && rmdir $W/ab && mkdir -p $R
+trap 'tar czf $OUT/$(basename $TGZ) -C $W results' EXIT
 cp $W/sides.txt $R/
 nvidia-smi --query-gpu=name,uuid,compute_cap,driver_version,clocks.max.sm,power.limit --format=csv,noheader | tee $R/device.txt
 for d in $W/new-* $W/base-*; do
