@@ -18,6 +18,11 @@ Usage:
       The N instructions (default 40) with the most stall samples: row number, share of all samples, executions,
       SASS and the three largest reasons. (The source page has no column for the warpgroup-arrive reason of a
       `wgmma` issue: an HGMMA's samples can exceed the sum of its listed reasons.)
+  ncu-source-summary.py wavefronts FILE KERNEL_REGEX VISITS
+      Shared-memory wavefronts (the source page's "L1 Wavefronts Shared": wgmma operand reads, LDS, STS, STSM) per
+      visit of the whole CTA, by instruction kind (the HGMMA shapes kept apart). VISITS: the launch's visits (e.g.
+      264192 for hd128 causal 16384 with 64 x 128 tiles). TMA traffic (the loads into shared memory, the bulk
+      reduce's read-out) has no per-instruction count here.
   ncu-source-summary.py reasons LABEL=RAW_FILE:KERNEL_REGEX [...]
       Stall samples by reason (smsp__pcsamp_warps_issue_stalled_*) from raw pages, one column per launch, and a
       few totals (cycles, duration, instructions, tensor-pipe activity). FA4's main kernel: BackwardSm90; dashc's:
@@ -94,6 +99,19 @@ def per_visit(rows, per):
     print(" ".join(f"{op}:{n:.0f}" for op, n in ops.most_common()))
 
 
+def wavefronts(rows, visits):
+    kinds, total = collections.Counter(), 0.0
+    for r in rows:
+        n = float((r.get("L1 Wavefronts Shared") or "0").replace(",", "")) / visits
+        if n > 0:
+            op = re.sub(r"^@!?U?P\w+\s+", "", r["Source"].strip()).split(" ")[0]
+            kinds[op if op.startswith("HGMMA") else opcode(r["Source"])] += n
+            total += n
+    print(f"shared-memory wavefronts per visit: {total:.0f}")
+    for kind, n in kinds.most_common():
+        print(f"  {kind:32s} {n:8.1f}")
+
+
 def phases(rows, per):
     total = sum(int(r[STALL_ALL] or 0) for r in rows)
     start, share, notes = None, 0, []
@@ -167,12 +185,14 @@ if __name__ == "__main__":
     if len(sys.argv) in (4, 5) and sys.argv[1] == "top":
         top(load(sys.argv[2], sys.argv[3]), int(sys.argv[4]) if len(sys.argv) == 5 else 40)
         sys.exit()
-    if len(sys.argv) < 5 or sys.argv[1] not in ("per-visit", "phases", "range"):
+    if len(sys.argv) < 5 or sys.argv[1] not in ("per-visit", "phases", "range", "wavefronts"):
         sys.exit(__doc__)
     command, path, regex, per = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
     table = load(path, regex)
     if command == "per-visit":
         per_visit(table, per)
+    elif command == "wavefronts":
+        wavefronts(table, per)
     elif command == "phases":
         phases(table, per)
     else:
