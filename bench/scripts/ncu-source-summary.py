@@ -74,8 +74,13 @@ def load_raw_page(path, kernel_regex):
     sys.exit(f"no launch of a kernel matching {kernel_regex!r} in {path}")
 
 
+def mnemonic(source):
+    """The instruction with its modifiers, without its predicate: HGMMA.64x64x16.F32.BF16, LDS.64, ..."""
+    return re.sub(r"^@!?U?P\w+\s+", "", source.strip()).split(" ")[0]
+
+
 def opcode(source):
-    return re.sub(r"^@!?U?P\w+\s+", "", source.strip()).split(" ")[0].split(".")[0]
+    return mnemonic(source).split(".")[0]
 
 
 def reasons_of(row):
@@ -104,7 +109,7 @@ def wavefronts(rows, visits):
     for r in rows:
         n = float((r.get("L1 Wavefronts Shared") or "0").replace(",", "")) / visits
         if n > 0:
-            op = re.sub(r"^@!?U?P\w+\s+", "", r["Source"].strip()).split(" ")[0]
+            op = mnemonic(r["Source"])
             kinds[op if op.startswith("HGMMA") else opcode(r["Source"])] += n
             total += n
     print(f"shared-memory wavefronts per visit: {total:.0f}")

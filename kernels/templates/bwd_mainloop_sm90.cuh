@@ -715,6 +715,22 @@ __device__ void run_dq_half_writer(const KernelParams<Cfg>& kp, SharedStorage<Cf
 // applied to the offset in the buffer (position-independent: every dS buffer is
 // 1 KiB aligned, the swizzle's period) rather than to each store's address. The
 // partition's layout is static: the thread's part is all in the pointer.
+// One product into a fresh accumulator, acc = A B over the k blocks, issued as
+// one wgmma batch: committed, not waited for (S^T, dP^T and dQ; dV and dK
+// accumulate across visits and issue their own).
+template <class Mma, class TA, class TB, class Acc>
+__device__ __forceinline__ void issue_product(Mma& mma, const TA& tA, const TB& tB, Acc& acc) {
+  warpgroup_fence_operand(acc);
+  warpgroup_arrive();
+  mma.accumulate_ = GMMA::ScaleOut::Zero;
+  CUTE_UNROLL
+  for (int k = 0; k < size<2>(tA); ++k) {
+    cute::gemm(mma, tA(_, _, k), tB(_, _, k), acc);
+    mma.accumulate_ = GMMA::ScaleOut::One;
+  }
+  warpgroup_commit_batch();
+}
+
 template <class Cfg>
 __device__ __forceinline__ auto ds_store_partition(int tid, Element* buffer) {
   typename Cfg::MmaSdp mma;
@@ -842,24 +858,8 @@ __device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
     {
       Tensor tSrQ = desc64(ops_sdp.partition_fragment_B(sQ));
       Tensor tSrDo = desc64(ops_sdp.partition_fragment_B(sDo));
-      warpgroup_fence_operand(acc_s);
-      warpgroup_arrive();
-      mma_sdp.accumulate_ = GMMA::ScaleOut::Zero;
-      CUTE_UNROLL
-      for (int k = 0; k < size<2>(tSrK); ++k) {
-        cute::gemm(mma_sdp, tSrK(_, _, k), tSrQ(_, _, k), acc_s);
-        mma_sdp.accumulate_ = GMMA::ScaleOut::One;
-      }
-      warpgroup_commit_batch();
-      warpgroup_fence_operand(acc_dp);
-      warpgroup_arrive();
-      mma_sdp.accumulate_ = GMMA::ScaleOut::Zero;
-      CUTE_UNROLL
-      for (int k = 0; k < size<2>(tSrV); ++k) {
-        cute::gemm(mma_sdp, tSrV(_, _, k), tSrDo(_, _, k), acc_dp);
-        mma_sdp.accumulate_ = GMMA::ScaleOut::One;
-      }
-      warpgroup_commit_batch();
+      issue_product(mma_sdp, tSrK, tSrQ, acc_s);
+      issue_product(mma_sdp, tSrV, tSrDo, acc_dp);
     }
 
     // ---- P^T = exp2(S^T * scale * log2e - LSE * log2e), in place, in FP32 ----
@@ -966,21 +966,12 @@ __device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
       named_sync(kBarDsReady + 2 * buffer + (1 - wg), Cfg::kConsumerThreads);
       Tensor sDsN = make_tensor(make_smem_ptr(&ss.ds[buffer][0]), typename Cfg::SmemLayoutP{});
       auto ops_dq = mma_dq.get_thread_slice(warpgroup_tid);
-      auto product = [&](auto tA, auto tB) {
-        warpgroup_fence_operand(acc_dq);
-        warpgroup_arrive();
-        mma_dq.accumulate_ = GMMA::ScaleOut::Zero;
-        CUTE_UNROLL
-        for (int k = 0; k < size<2>(tA); ++k) {
-          cute::gemm(mma_dq, tA(_, _, k), tB(_, _, k), acc_dq);
-          mma_dq.accumulate_ = GMMA::ScaleOut::One;
-        }
-        warpgroup_commit_batch();
-      };
       if constexpr (Cfg::kTransposedDq) {
-        product(desc64(ops_dq.partition_fragment_A(sKt)), desc64(ops_dq.partition_fragment_B(sDsN)));
+        issue_product(mma_dq, desc64(ops_dq.partition_fragment_A(sKt)), desc64(ops_dq.partition_fragment_B(sDsN)),
+                      acc_dq);
       } else {
-        product(desc64(ops_dq.partition_fragment_A(sDsN)), desc64(ops_dq.partition_fragment_B(sKt)));
+        issue_product(mma_dq, desc64(ops_dq.partition_fragment_A(sDsN)), desc64(ops_dq.partition_fragment_B(sKt)),
+                      acc_dq);
       }
     };
     auto stage_dq = [&](auto& acc_dq, uint32_t n) {
