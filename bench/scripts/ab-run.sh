@@ -3,7 +3,9 @@
 # target/cutlass-wheel. Builds the eight harnesses (new and base, head dim x mask; sm_90a, deterministic), then:
 #   1. FP32 checks (poison, 5-run bitwise repeatability) of every check schedule with the new harnesses;
 #   2. ROUNDS rounds (default 2) of timing, every timing schedule, the arms in rotating order: "new", "base" and,
-#      with NEW_FLAGS set, "flags" (the new harness with those harness options, e.g. an A/B switch inside it).
+#      with NEW_FLAGS set, "flags" (the new harness with those harness options, e.g. an A/B switch inside it);
+#      with ALT_DEFINES set, "alt" (the new sources compiled with those nvcc options, e.g. -DKREGBLOCKS=3: a
+#      compile-time alternative timed in the same rotation; not FP32-checked unless ALT_CHECK=1).
 #      Each run: --no-check --reps 20 --repeat-runs 2, whole backward and main kernel alone (medians of 20).
 # Prints a summary (whole backward and main kernel, new against base, per row) and packs everything into
 # $OUT/ab.tgz (or the name of AB_TGZ) (one JSON line per run, ptxas logs, device.txt, sides.txt). About 100 s of building and checks plus
@@ -27,6 +29,14 @@ for d in $W/new-* $W/base-*; do
   (cd $d && nvcc -std=c++17 -O3 -lineinfo --expt-relaxed-constexpr -I"$I" -gencode=arch=compute_90a,code=sm_90a \
      -Xptxas -v -o harness harness.cu > ptxas.log 2>&1 || echo "BUILD FAILED $d"; cp ptxas.log $R/ptxas-$(basename $d).log) &
 done
+if [ -n "${ALT_DEFINES:-}" ]; then
+  for d in $W/new-*; do
+    a=$W/alt-${d#$W/new-}; cp -r $d $a
+    (cd $a && nvcc -std=c++17 -O3 -lineinfo --expt-relaxed-constexpr -I"$I" -gencode=arch=compute_90a,code=sm_90a \
+       $ALT_DEFINES -Xptxas -v -o harness harness.cu > ptxas.log 2>&1 || echo "BUILD FAILED $a"; cp ptxas.log $R/ptxas-$(basename $a).log) &
+  done
+  echo "alt: new sources with $ALT_DEFINES" >> $R/sides.txt
+fi
 wait
 echo "built at ${SECONDS}s"
 cfg() { basename $1 | cut -d- -f1,2; }  # hd64-full from hd64-full-...
@@ -35,6 +45,9 @@ shopt -s nullglob
 for f in $W/check/*.txt; do
   n=$(basename $f .txt)
   $W/new-$(cfg $f)/harness $f --check --reps 2 > $R/check-$n.json 2> $R/check-$n.err || echo "CHECK FAILED $n"
+  if [ -n "${ALT_DEFINES:-}" ] && [ "${ALT_CHECK:-0}" = 1 ]; then
+    $W/alt-$(cfg $f)/harness $f --check --reps 2 > $R/check-alt-$n.json 2> $R/check-alt-$n.err || echo "CHECK FAILED alt $n"
+  fi
 done
 python3 - "$R" <<'PY'
 import json, glob, sys
@@ -53,6 +66,7 @@ TIMING="--no-check --reps 20 --repeat-runs 2"
 [ -n "${SUSTAIN_REPS:-}" ] && TIMING="--no-check --reps $SUSTAIN_REPS --repeat-runs 2 --idle-ms ${IDLE_MS:-2000}"
 arms=(new base)
 [ -n "${NEW_FLAGS:-}" ] && arms+=(flags)
+[ -n "${ALT_DEFINES:-}" ] && arms+=(alt)
 for round in $(seq 1 ${ROUNDS:-2}); do
   i=0
   for f in $W/time/*.txt; do
@@ -64,6 +78,7 @@ for round in $(seq 1 ${ROUNDS:-2}); do
         new) $W/new-$(cfg $f)/harness $f $TIMING ;;
         base) $W/base-$(cfg $f)/harness $f $TIMING ;;
         flags) $W/new-$(cfg $f)/harness $f $TIMING $NEW_FLAGS ;;
+        alt) $W/alt-$(cfg $f)/harness $f $TIMING ;;
       esac > $R/time-r$round-$n-$a.json 2> $R/time-r$round-$n-$a.err || echo "RUN FAILED $n $a"
     done
     i=$((i + 1))
@@ -82,7 +97,7 @@ for f in glob.glob(sys.argv[1] + "/time-*.json"):
         continue
     if r["status"] == "ok":
         t[row][arm].append(r)
-arms = sorted({a for v in t.values() for a in v}, key=["base", "new", "flags"].index)
+arms = sorted({a for v in t.values() for a in v}, key=["base", "new", "flags", "alt"].index)
 print(f"{'row':44s} " + " ".join(f"{a + ' ms':>9s}" for a in arms) + f" {'new/base':>9s} {'main n/b':>9s}")
 for row in sorted(t):
     tot = {a: statistics.mean(r["time_ms"]["total_median"] for r in v) for a, v in t[row].items()}

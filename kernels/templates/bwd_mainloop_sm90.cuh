@@ -44,6 +44,14 @@
 #ifndef CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED
 #define CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED
 #endif
+// k blocks of K (of HEAD_DIM / 16) held in registers at 64-row tiles, causal and
+// full masks (see BwdConfig::kKRegBlocks); defined here for A/B builds.
+#ifndef DASHC_K_REG_BLOCKS_CAUSAL
+#define DASHC_K_REG_BLOCKS_CAUSAL 2
+#endif
+#ifndef DASHC_K_REG_BLOCKS_FULL
+#define DASHC_K_REG_BLOCKS_FULL 0
+#endif
 #include <cute/tensor.hpp>
 #include <cute/arch/copy_sm90_tma.hpp>
 #include <cute/atom/copy_traits_sm90_tma.hpp>
@@ -89,7 +97,13 @@ struct BwdConfig {
   static constexpr bool kRankZeroStores = DETERMINISTIC;
   // LSE and D of a thread's query columns held in registers across the S^T/dP^T
   // waits (see run_consumers): at BLOCK_M = 64 only, where the 16 + 16 fit.
-  static constexpr bool kPrefetchRowStats = BLOCK_M == 64;
+  // A/B: K held in registers as the A operand of S^T (register-sourced wgmma),
+  // at 64-row tiles: 256 fewer shared-memory wavefronts per visit, for the 32
+  // registers of the LSE/D prefetch.
+  static constexpr int kKRegBlocks =
+      BLOCK_M != 64 ? 0 : IS_CAUSAL ? DASHC_K_REG_BLOCKS_CAUSAL : DASHC_K_REG_BLOCKS_FULL;
+  static constexpr bool kKInRegs = kKRegBlocks > 0;
+  static constexpr bool kPrefetchRowStats = BLOCK_M == 64 && kKRegBlocks <= 2;
   // setmaxnreg budgets. The CTA's pool is what the launch allocated: 168 per
   // thread (__launch_bounds__(384, 1): 65536 / 384, rounded down to 8) x 384 =
   // 64512. An increase waits until the pool has the registers, so the budgets
@@ -141,6 +155,10 @@ struct BwdConfig {
   using MmaSdp = decltype(make_tiled_mma(
       GMMA::ss_op_selector<Element, Element, float, Shape<_64, BM, _16>, GMMA::Major::K, GMMA::Major::K>(),
       Layout<Shape<_2, _1, _1>>{}));
+  using MmaSRegs = decltype(make_tiled_mma(
+      GMMA::rs_op_selector<Element, Element, float, Shape<_64, BM, _16>, GMMA::Major::K, GMMA::Major::K>(),
+      Layout<Shape<_2, _1, _1>>{}));
+  using LoadAtomK = Copy_Atom<SM75_U32x4_LDSM_N, Element>;
   using MmaDkv = decltype(make_tiled_mma(
       GMMA::rs_op_selector<Element, Element, float, Shape<_64, HD, _16>, GMMA::Major::K, GMMA::Major::MN>(),
       Layout<Shape<_2, _1, _1>>{}));
@@ -773,6 +791,18 @@ __device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
   typename Cfg::MmaSdp mma_sdp_kv;
   Tensor tSrK = desc64(mma_sdp_kv.get_thread_slice(wg * 128).partition_fragment_A(sK));
   Tensor tSrV = desc64(mma_sdp_kv.get_thread_slice(wg * 128).partition_fragment_A(sV));
+  // kKInRegs: this thread's K fragment, loaded at each KV tile's first visit.
+  typename Cfg::MmaSRegs mma_s_regs;
+  const int consumer_tid = [] {
+    const int t = fresh_thread_index() - 128;
+    __builtin_assume(t >= 0 && t < Cfg::kConsumerThreads);
+    return t;
+  }();
+  Tensor tSrKr = mma_s_regs.get_thread_slice(consumer_tid).partition_fragment_A(sK);
+  auto load_k = make_tiled_copy_A(typename Cfg::LoadAtomK{}, mma_s_regs);
+  auto thr_load_k = load_k.get_thread_slice(consumer_tid);
+  Tensor tKsK = thr_load_k.partition_S(sK);
+  Tensor tKrK = thr_load_k.retile_D(tSrKr);
   // This thread's dS store offset in a dS buffer (elements, the same in both),
   // computed once: one register instead of recomputing it from the thread index
   // every visit.
@@ -803,6 +833,10 @@ __device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
     if (cur.first_of_kv()) {
       mbar_wait(&ss.kv_full, kv_count & 1, timeout_ns);
       ++kv_count;
+      if constexpr (Cfg::kKInRegs) {
+        CUTE_UNROLL
+        for (int k = 0; k < Cfg::kKRegBlocks; ++k) copy(load_k, tKsK(_, _, k), tKrK(_, _, k));
+      }
     }
     const int tid = fresh_thread_index() - 128;
     // Consumer threads are 128-383. Known to be in range, the fragment coordinates'
@@ -858,7 +892,29 @@ __device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
     {
       Tensor tSrQ = desc64(ops_sdp.partition_fragment_B(sQ));
       Tensor tSrDo = desc64(ops_sdp.partition_fragment_B(sDo));
-      issue_product(mma_sdp, tSrK, tSrQ, acc_s);
+      if constexpr (Cfg::kKInRegs) {
+        // The first kKRegBlocks k blocks from K in registers, the rest from shared
+        // memory, one batch.
+        Tensor tSrQr = desc64(mma_s_regs.get_thread_slice(warpgroup_tid).partition_fragment_B(sQ));
+        warpgroup_fence_operand(acc_s);
+        warpgroup_fence_operand(tSrKr);
+        warpgroup_arrive();
+        mma_s_regs.accumulate_ = GMMA::ScaleOut::Zero;
+        mma_sdp.accumulate_ = GMMA::ScaleOut::One;
+        CUTE_UNROLL
+        for (int k = 0; k < size<2>(tSrK); ++k) {
+          if (k < Cfg::kKRegBlocks) {
+            cute::gemm(mma_s_regs, tSrKr(_, _, k), tSrQr(_, _, k), acc_s);
+            mma_s_regs.accumulate_ = GMMA::ScaleOut::One;
+          } else {
+            cute::gemm(mma_sdp, tSrK(_, _, k), tSrQ(_, _, k), acc_s);
+          }
+        }
+        warpgroup_commit_batch();
+        warpgroup_fence_operand(tSrKr);
+      } else {
+        issue_product(mma_sdp, tSrK, tSrQ, acc_s);
+      }
       issue_product(mma_sdp, tSrV, tSrDo, acc_dp);
     }
 
