@@ -45,7 +45,7 @@
 #define CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED
 #endif
 // k blocks of K (of HEAD_DIM / 16) held in registers at 64-row tiles, causal and
-// full masks (see BwdConfig::kKRegBlocks); defined here for A/B builds.
+// full masks (see BwdConfig::kKRegBlocks); overridable with -D for A/B builds.
 #ifndef DASHC_K_REG_BLOCKS_CAUSAL
 #define DASHC_K_REG_BLOCKS_CAUSAL 2
 #endif
@@ -95,14 +95,21 @@ struct BwdConfig {
   // instead of adding it, so its accumulator needs no zeroing (BwdParams::
   // skip_dq_accum_zeroing); the atomic build cannot know which add comes first.
   static constexpr bool kRankZeroStores = DETERMINISTIC;
-  // LSE and D of a thread's query columns held in registers across the S^T/dP^T
-  // waits (see run_consumers): at BLOCK_M = 64 only, where the 16 + 16 fit.
-  // A/B: K held in registers as the A operand of S^T (register-sourced wgmma),
-  // at 64-row tiles: 256 fewer shared-memory wavefronts per visit, for the 32
-  // registers of the LSE/D prefetch.
-  static constexpr int kKRegBlocks =
-      BLOCK_M != 64 ? 0 : IS_CAUSAL ? DASHC_K_REG_BLOCKS_CAUSAL : DASHC_K_REG_BLOCKS_FULL;
+  // The first kKRegBlocks k blocks (16 head-dim columns each) of K held in
+  // registers as the A operand of S^T = K Q^T (register-sourced wgmma), loaded
+  // once per KV tile: 32 fewer shared-memory wavefronts per visit and block. At
+  // 64-row causal tiles 2 blocks were faster on every hd128 causal row (runs
+  // 230-232); 3 or 4 were slower on the long rows, all 8 spill, and on full masks
+  // 2 blocks were mixed, so full masks keep K in shared memory. Head dim 128
+  // only: the one measured (and GPU-checked) 64-row configuration; `--block-m 64`
+  // at head dim 64 keeps its former build.
+  static constexpr int kKRegBlocks = BLOCK_M != 64 || HEAD_DIM != 128 ? 0
+                                     : IS_CAUSAL                      ? DASHC_K_REG_BLOCKS_CAUSAL
+                                                                      : DASHC_K_REG_BLOCKS_FULL;
   static constexpr bool kKInRegs = kKRegBlocks > 0;
+  // LSE and D of a thread's query columns held in registers across the S^T/dP^T
+  // waits (see run_consumers): at BLOCK_M = 64 only, where the 16 + 16 fit
+  // (beside at most 2 k blocks of K).
   static constexpr bool kPrefetchRowStats = BLOCK_M == 64 && kKRegBlocks <= 2;
   // setmaxnreg budgets. The CTA's pool is what the launch allocated: 168 per
   // thread (__launch_bounds__(384, 1): 65536 / 384, rounded down to 8) x 384 =
