@@ -43,5 +43,8 @@ for round in $(seq $first $((first + ${ROUNDS:-3} - 1))); do
   echo "round $round done at ${SECONDS}s"
 done
 kill $SMI
-python3 bench/scripts/summarize-interleaved.py $R
+# The summary also goes to a file, so that no cut of the output loses the medians table, which comes first (runs
+# 233-234 lost it: the call kept the output's last 30 lines and then overwrote the raw archive this script made).
+python3 bench/scripts/summarize-interleaved.py $R | tee $OUT/summary.md
 tar czf $OUT/raw.tgz -C $OUT raw && rm -rf $R
+echo "packed: $OUT/raw.tgz, $OUT/summary.md (raw/ removed; do not pack it again)"
