@@ -52,6 +52,11 @@
 #ifndef DASHC_K_REG_BLOCKS_FULL
 #define DASHC_K_REG_BLOCKS_FULL 0
 #endif
+// The same for V, the A operand of dP^T, at both masks (none by default: not
+// measured yet; bench/NOTES.md, runs 231-238, "Next on a machine").
+#ifndef DASHC_V_REG_BLOCKS
+#define DASHC_V_REG_BLOCKS 0
+#endif
 #include <cute/tensor.hpp>
 #include <cute/arch/copy_sm90_tma.hpp>
 #include <cute/atom/copy_traits_sm90_tma.hpp>
@@ -107,10 +112,13 @@ struct BwdConfig {
                                      : IS_CAUSAL                      ? DASHC_K_REG_BLOCKS_CAUSAL
                                                                       : DASHC_K_REG_BLOCKS_FULL;
   static constexpr bool kKInRegs = kKRegBlocks > 0;
+  // V likewise for dP^T = V dO^T (an A/B knob, head dim 128 at 64-row tiles).
+  static constexpr int kVRegBlocks = BLOCK_M != 64 || HEAD_DIM != 128 ? 0 : DASHC_V_REG_BLOCKS;
+  static constexpr bool kVInRegs = kVRegBlocks > 0;
   // LSE and D of a thread's query columns held in registers across the S^T/dP^T
   // waits (see run_consumers): at BLOCK_M = 64 only, where the 16 + 16 fit
-  // (beside at most 2 k blocks of K).
-  static constexpr bool kPrefetchRowStats = BLOCK_M == 64 && kKRegBlocks <= 2;
+  // (beside at most 2 k blocks of K and 2 of V: R237 with both, no spills).
+  static constexpr bool kPrefetchRowStats = BLOCK_M == 64 && kKRegBlocks <= 2 && kVRegBlocks <= 2;
   // setmaxnreg budgets. The CTA's pool is what the launch allocated: 168 per
   // thread (__launch_bounds__(384, 1): 65536 / 384, rounded down to 8) x 384 =
   // 64512. An increase waits until the pool has the registers, so the budgets
@@ -162,10 +170,12 @@ struct BwdConfig {
   using MmaSdp = decltype(make_tiled_mma(
       GMMA::ss_op_selector<Element, Element, float, Shape<_64, BM, _16>, GMMA::Major::K, GMMA::Major::K>(),
       Layout<Shape<_2, _1, _1>>{}));
+  // S^T and dP^T with their A operand (K, V) from registers, for the k blocks
+  // that kKRegBlocks / kVRegBlocks hold there; ldmatrix loads those blocks.
   using MmaSRegs = decltype(make_tiled_mma(
       GMMA::rs_op_selector<Element, Element, float, Shape<_64, BM, _16>, GMMA::Major::K, GMMA::Major::K>(),
       Layout<Shape<_2, _1, _1>>{}));
-  using LoadAtomK = Copy_Atom<SM75_U32x4_LDSM_N, Element>;
+  using LoadAtomKv = Copy_Atom<SM75_U32x4_LDSM_N, Element>;
   using MmaDkv = decltype(make_tiled_mma(
       GMMA::rs_op_selector<Element, Element, float, Shape<_64, HD, _16>, GMMA::Major::K, GMMA::Major::MN>(),
       Layout<Shape<_2, _1, _1>>{}));
@@ -756,6 +766,30 @@ __device__ __forceinline__ void issue_product(Mma& mma, const TA& tA, const TB& 
   warpgroup_commit_batch();
 }
 
+// The same with the first kRegBlocks k blocks of A from registers (tAr, a
+// register-sourced wgmma: mma_r, with tBr the B operand's matching descriptors)
+// and the rest from shared memory, one batch.
+template <int kRegBlocks, class MmaR, class TAr, class TBr, class Mma, class TA, class TB, class Acc>
+__device__ __forceinline__ void issue_product_split(MmaR& mma_r, TAr& tAr, const TBr& tBr, Mma& mma, const TA& tA,
+                                                    const TB& tB, Acc& acc) {
+  warpgroup_fence_operand(acc);
+  warpgroup_fence_operand(tAr);
+  warpgroup_arrive();
+  mma_r.accumulate_ = GMMA::ScaleOut::Zero;
+  mma.accumulate_ = GMMA::ScaleOut::One;
+  CUTE_UNROLL
+  for (int k = 0; k < size<2>(tA); ++k) {
+    if (k < kRegBlocks) {
+      cute::gemm(mma_r, tAr(_, _, k), tBr(_, _, k), acc);
+      mma_r.accumulate_ = GMMA::ScaleOut::One;
+    } else {
+      cute::gemm(mma, tA(_, _, k), tB(_, _, k), acc);
+    }
+  }
+  warpgroup_commit_batch();
+  warpgroup_fence_operand(tAr);
+}
+
 template <class Cfg>
 __device__ __forceinline__ auto ds_store_partition(int tid, Element* buffer) {
   typename Cfg::MmaSdp mma;
@@ -798,7 +832,8 @@ __device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
   typename Cfg::MmaSdp mma_sdp_kv;
   Tensor tSrK = desc64(mma_sdp_kv.get_thread_slice(wg * 128).partition_fragment_A(sK));
   Tensor tSrV = desc64(mma_sdp_kv.get_thread_slice(wg * 128).partition_fragment_A(sV));
-  // kKInRegs: this thread's K fragment, loaded at each KV tile's first visit.
+  // kKInRegs, kVInRegs: this thread's K and V fragments (the register A operand
+  // of S^T and dP^T), loaded at each KV tile's first visit.
   typename Cfg::MmaSRegs mma_s_regs;
   const int consumer_tid = [] {
     const int t = fresh_thread_index() - 128;
@@ -806,10 +841,13 @@ __device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
     return t;
   }();
   Tensor tSrKr = mma_s_regs.get_thread_slice(consumer_tid).partition_fragment_A(sK);
-  auto load_k = make_tiled_copy_A(typename Cfg::LoadAtomK{}, mma_s_regs);
-  auto thr_load_k = load_k.get_thread_slice(consumer_tid);
-  Tensor tKsK = thr_load_k.partition_S(sK);
-  Tensor tKrK = thr_load_k.retile_D(tSrKr);
+  auto load_kv = make_tiled_copy_A(typename Cfg::LoadAtomKv{}, mma_s_regs);
+  auto thr_load_kv = load_kv.get_thread_slice(consumer_tid);
+  Tensor tKsK = thr_load_kv.partition_S(sK);
+  Tensor tKrK = thr_load_kv.retile_D(tSrKr);
+  Tensor tSrVr = mma_s_regs.get_thread_slice(consumer_tid).partition_fragment_A(sV);
+  Tensor tVsV = thr_load_kv.partition_S(sV);
+  Tensor tVrV = thr_load_kv.retile_D(tSrVr);
   // This thread's dS store offset in a dS buffer (elements, the same in both),
   // computed once: one register instead of recomputing it from the thread index
   // every visit.
@@ -842,7 +880,11 @@ __device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
       ++kv_count;
       if constexpr (Cfg::kKInRegs) {
         CUTE_UNROLL
-        for (int k = 0; k < Cfg::kKRegBlocks; ++k) copy(load_k, tKsK(_, _, k), tKrK(_, _, k));
+        for (int k = 0; k < Cfg::kKRegBlocks; ++k) copy(load_kv, tKsK(_, _, k), tKrK(_, _, k));
+      }
+      if constexpr (Cfg::kVInRegs) {
+        CUTE_UNROLL
+        for (int k = 0; k < Cfg::kVRegBlocks; ++k) copy(load_kv, tVsV(_, _, k), tVrV(_, _, k));
       }
     }
     const int tid = fresh_thread_index() - 128;
@@ -899,30 +941,19 @@ __device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
     {
       Tensor tSrQ = desc64(ops_sdp.partition_fragment_B(sQ));
       Tensor tSrDo = desc64(ops_sdp.partition_fragment_B(sDo));
+      auto ops_s_regs = mma_s_regs.get_thread_slice(warpgroup_tid);
       if constexpr (Cfg::kKInRegs) {
-        // The first kKRegBlocks k blocks from K in registers, the rest from shared
-        // memory, one batch.
-        Tensor tSrQr = desc64(mma_s_regs.get_thread_slice(warpgroup_tid).partition_fragment_B(sQ));
-        warpgroup_fence_operand(acc_s);
-        warpgroup_fence_operand(tSrKr);
-        warpgroup_arrive();
-        mma_s_regs.accumulate_ = GMMA::ScaleOut::Zero;
-        mma_sdp.accumulate_ = GMMA::ScaleOut::One;
-        CUTE_UNROLL
-        for (int k = 0; k < size<2>(tSrK); ++k) {
-          if (k < Cfg::kKRegBlocks) {
-            cute::gemm(mma_s_regs, tSrKr(_, _, k), tSrQr(_, _, k), acc_s);
-            mma_s_regs.accumulate_ = GMMA::ScaleOut::One;
-          } else {
-            cute::gemm(mma_sdp, tSrK(_, _, k), tSrQ(_, _, k), acc_s);
-          }
-        }
-        warpgroup_commit_batch();
-        warpgroup_fence_operand(tSrKr);
+        issue_product_split<Cfg::kKRegBlocks>(mma_s_regs, tSrKr, desc64(ops_s_regs.partition_fragment_B(sQ)), mma_sdp,
+                                              tSrK, tSrQ, acc_s);
       } else {
         issue_product(mma_sdp, tSrK, tSrQ, acc_s);
       }
-      issue_product(mma_sdp, tSrV, tSrDo, acc_dp);
+      if constexpr (Cfg::kVInRegs) {
+        issue_product_split<Cfg::kVRegBlocks>(mma_s_regs, tSrVr, desc64(ops_s_regs.partition_fragment_B(sDo)),
+                                              mma_sdp, tSrV, tSrDo, acc_dp);
+      } else {
+        issue_product(mma_sdp, tSrV, tSrDo, acc_dp);
+      }
     }
 
     // ---- P^T = exp2(S^T * scale * log2e - LSE * log2e), in place, in FP32 ----
