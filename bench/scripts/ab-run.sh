@@ -4,12 +4,12 @@
 #   1. FP32 checks (poison, 5-run bitwise repeatability) of every check schedule with the new harnesses;
 #   2. ROUNDS rounds (default 2) of timing, every timing schedule, the arms in rotating order: "new", "base" and,
 #      with NEW_FLAGS set, "flags" (the new harness with those harness options, e.g. an A/B switch inside it);
-#      with ALT_DEFINES set, "alt" (the new sources compiled with those nvcc options, e.g. -DKREGBLOCKS=3: a
+#      with ALT_DEFINES set, "alt" (the new sources compiled with those nvcc options, e.g. -DDASHC_V_REG_BLOCKS=2: a
 #      compile-time alternative timed in the same rotation; not FP32-checked unless ALT_CHECK=1).
 #      Each run: --no-check --reps 20 --repeat-runs 2, whole backward and main kernel alone (medians of 20).
 # Prints a summary (whole backward and main kernel, new against base, per row) and packs everything into
-# $OUT/ab.tgz (or the name of AB_TGZ) (one JSON line per run, ptxas logs, device.txt, sides.txt). About 100 s of building and checks plus
-# 30 s per round and arm on an H200 (runs 101-103). Usage: ROUNDS=2 [NEW_FLAGS="..."] bash bench/scripts/ab-run.sh
+# $OUT/ab.tgz, or $OUT/ under AB_TGZ's name (one JSON line per run, ptxas logs, device.txt, sides.txt). About
+# 100 s of building and checks plus 30 s per round and arm on an H200 (runs 101-103). Usage: ROUNDS=2 [NEW_FLAGS="..."] bash bench/scripts/ab-run.sh
 # ONLY=REGEX times only the timing schedules whose name matches. SUSTAIN_REPS=N times each run as N repetitions
 # after IDLE_MS (default 2000) of rest instead of 20: the GPU's power limit makes the first 40-60 ms of load about
 # 10% faster than what follows (bench/NOTES.md runs 138-142), so the summary then also shows the first five whole
@@ -25,15 +25,16 @@ rm -rf $W && mkdir -p $W && tar xzf $TGZ -C $W && mv $W/ab/* $W/ && rmdir $W/ab 
 trap 'tar czf $OUT/$(basename $TGZ) -C $W results' EXIT
 cp $W/sides.txt $R/
 nvidia-smi --query-gpu=name,uuid,compute_cap,driver_version,clocks.max.sm,power.limit --format=csv,noheader | tee $R/device.txt
-for d in $W/new-* $W/base-*; do
+build() {  # harness folder, then extra nvcc options
+  local d=$1; shift
   (cd $d && nvcc -std=c++17 -O3 -lineinfo --expt-relaxed-constexpr -I"$I" -gencode=arch=compute_90a,code=sm_90a \
-     -Xptxas -v -o harness harness.cu > ptxas.log 2>&1 || echo "BUILD FAILED $d"; cp ptxas.log $R/ptxas-$(basename $d).log) &
-done
+     "$@" -Xptxas -v -o harness harness.cu > ptxas.log 2>&1 || echo "BUILD FAILED $d"; cp ptxas.log $R/ptxas-$(basename $d).log)
+}
+for d in $W/new-* $W/base-*; do build $d & done
 if [ -n "${ALT_DEFINES:-}" ]; then
   for d in $W/new-*; do
     a=$W/alt-${d#$W/new-}; cp -r $d $a
-    (cd $a && nvcc -std=c++17 -O3 -lineinfo --expt-relaxed-constexpr -I"$I" -gencode=arch=compute_90a,code=sm_90a \
-       $ALT_DEFINES -Xptxas -v -o harness harness.cu > ptxas.log 2>&1 || echo "BUILD FAILED $a"; cp ptxas.log $R/ptxas-$(basename $a).log) &
+    build $a $ALT_DEFINES &
   done
   echo "alt: new sources with $ALT_DEFINES" >> $R/sides.txt
 fi

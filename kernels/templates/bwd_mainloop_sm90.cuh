@@ -111,10 +111,8 @@ struct BwdConfig {
   static constexpr int kKRegBlocks = BLOCK_M != 64 || HEAD_DIM != 128 ? 0
                                      : IS_CAUSAL                      ? DASHC_K_REG_BLOCKS_CAUSAL
                                                                       : DASHC_K_REG_BLOCKS_FULL;
-  static constexpr bool kKInRegs = kKRegBlocks > 0;
   // V likewise for dP^T = V dO^T (an A/B knob, head dim 128 at 64-row tiles).
   static constexpr int kVRegBlocks = BLOCK_M != 64 || HEAD_DIM != 128 ? 0 : DASHC_V_REG_BLOCKS;
-  static constexpr bool kVInRegs = kVRegBlocks > 0;
   // LSE and D of a thread's query columns held in registers across the S^T/dP^T
   // waits (see run_consumers): at BLOCK_M = 64 only, where the 16 + 16 fit
   // (beside at most 2 k blocks of K and 2 of V: R237 with both, no spills).
@@ -746,10 +744,6 @@ __device__ void run_dq_half_writer(const KernelParams<Cfg>& kp, SharedStorage<Cf
   }
 }
 
-// A consumer thread's stmatrix destinations of dS^T in a dS buffer, the swizzle
-// applied to the offset in the buffer (position-independent: every dS buffer is
-// 1 KiB aligned, the swizzle's period) rather than to each store's address. The
-// partition's layout is static: the thread's part is all in the pointer.
 // One product into a fresh accumulator, acc = A B over the k blocks, issued as
 // one wgmma batch: committed, not waited for (S^T, dP^T and dQ; dV and dK
 // accumulate across visits and issue their own).
@@ -768,28 +762,36 @@ __device__ __forceinline__ void issue_product(Mma& mma, const TA& tA, const TB& 
 
 // The same with the first kRegBlocks k blocks of A from registers (tAr, a
 // register-sourced wgmma: mma_r, with tBr the B operand's matching descriptors)
-// and the rest from shared memory, one batch.
+// and the rest from shared memory, one batch; issue_product when kRegBlocks is 0.
 template <int kRegBlocks, class MmaR, class TAr, class TBr, class Mma, class TA, class TB, class Acc>
 __device__ __forceinline__ void issue_product_split(MmaR& mma_r, TAr& tAr, const TBr& tBr, Mma& mma, const TA& tA,
                                                     const TB& tB, Acc& acc) {
-  warpgroup_fence_operand(acc);
-  warpgroup_fence_operand(tAr);
-  warpgroup_arrive();
-  mma_r.accumulate_ = GMMA::ScaleOut::Zero;
-  mma.accumulate_ = GMMA::ScaleOut::One;
-  CUTE_UNROLL
-  for (int k = 0; k < size<2>(tA); ++k) {
-    if (k < kRegBlocks) {
-      cute::gemm(mma_r, tAr(_, _, k), tBr(_, _, k), acc);
-      mma_r.accumulate_ = GMMA::ScaleOut::One;
-    } else {
-      cute::gemm(mma, tA(_, _, k), tB(_, _, k), acc);
+  if constexpr (kRegBlocks == 0) {
+    issue_product(mma, tA, tB, acc);
+  } else {
+    warpgroup_fence_operand(acc);
+    warpgroup_fence_operand(tAr);
+    warpgroup_arrive();
+    mma_r.accumulate_ = GMMA::ScaleOut::Zero;
+    mma.accumulate_ = GMMA::ScaleOut::One;
+    CUTE_UNROLL
+    for (int k = 0; k < size<2>(tA); ++k) {
+      if (k < kRegBlocks) {
+        cute::gemm(mma_r, tAr(_, _, k), tBr(_, _, k), acc);
+        mma_r.accumulate_ = GMMA::ScaleOut::One;
+      } else {
+        cute::gemm(mma, tA(_, _, k), tB(_, _, k), acc);
+      }
     }
+    warpgroup_commit_batch();
+    warpgroup_fence_operand(tAr);
   }
-  warpgroup_commit_batch();
-  warpgroup_fence_operand(tAr);
 }
 
+// A consumer thread's stmatrix destinations of dS^T in a dS buffer, the swizzle
+// applied to the offset in the buffer (position-independent: every dS buffer is
+// 1 KiB aligned, the swizzle's period) rather than to each store's address. The
+// partition's layout is static: the thread's part is all in the pointer.
 template <class Cfg>
 __device__ __forceinline__ auto ds_store_partition(int tid, Element* buffer) {
   typename Cfg::MmaSdp mma;
@@ -832,8 +834,9 @@ __device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
   typename Cfg::MmaSdp mma_sdp_kv;
   Tensor tSrK = desc64(mma_sdp_kv.get_thread_slice(wg * 128).partition_fragment_A(sK));
   Tensor tSrV = desc64(mma_sdp_kv.get_thread_slice(wg * 128).partition_fragment_A(sV));
-  // kKInRegs, kVInRegs: this thread's K and V fragments (the register A operand
-  // of S^T and dP^T), loaded at each KV tile's first visit.
+  // This thread's K and V fragments (the register A operand of S^T and dP^T), of
+  // which the first kKRegBlocks / kVRegBlocks k blocks are loaded at each KV
+  // tile's first visit (none by default at full masks: then all of this is unused).
   typename Cfg::MmaSRegs mma_s_regs;
   const int consumer_tid = [] {
     const int t = fresh_thread_index() - 128;
@@ -878,14 +881,10 @@ __device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
     if (cur.first_of_kv()) {
       mbar_wait(&ss.kv_full, kv_count & 1, timeout_ns);
       ++kv_count;
-      if constexpr (Cfg::kKInRegs) {
-        CUTE_UNROLL
-        for (int k = 0; k < Cfg::kKRegBlocks; ++k) copy(load_kv, tKsK(_, _, k), tKrK(_, _, k));
-      }
-      if constexpr (Cfg::kVInRegs) {
-        CUTE_UNROLL
-        for (int k = 0; k < Cfg::kVRegBlocks; ++k) copy(load_kv, tVsV(_, _, k), tVrV(_, _, k));
-      }
+      CUTE_UNROLL
+      for (int k = 0; k < Cfg::kKRegBlocks; ++k) copy(load_kv, tKsK(_, _, k), tKrK(_, _, k));
+      CUTE_UNROLL
+      for (int k = 0; k < Cfg::kVRegBlocks; ++k) copy(load_kv, tVsV(_, _, k), tVrV(_, _, k));
     }
     const int tid = fresh_thread_index() - 128;
     // Consumer threads are 128-383. Known to be in range, the fragment coordinates'
@@ -942,18 +941,10 @@ __device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
       Tensor tSrQ = desc64(ops_sdp.partition_fragment_B(sQ));
       Tensor tSrDo = desc64(ops_sdp.partition_fragment_B(sDo));
       auto ops_s_regs = mma_s_regs.get_thread_slice(warpgroup_tid);
-      if constexpr (Cfg::kKInRegs) {
-        issue_product_split<Cfg::kKRegBlocks>(mma_s_regs, tSrKr, desc64(ops_s_regs.partition_fragment_B(sQ)), mma_sdp,
-                                              tSrK, tSrQ, acc_s);
-      } else {
-        issue_product(mma_sdp, tSrK, tSrQ, acc_s);
-      }
-      if constexpr (Cfg::kVInRegs) {
-        issue_product_split<Cfg::kVRegBlocks>(mma_s_regs, tSrVr, desc64(ops_s_regs.partition_fragment_B(sDo)),
-                                              mma_sdp, tSrV, tSrDo, acc_dp);
-      } else {
-        issue_product(mma_sdp, tSrV, tSrDo, acc_dp);
-      }
+      issue_product_split<Cfg::kKRegBlocks>(mma_s_regs, tSrKr, desc64(ops_s_regs.partition_fragment_B(sQ)), mma_sdp,
+                                            tSrK, tSrQ, acc_s);
+      issue_product_split<Cfg::kVRegBlocks>(mma_s_regs, tSrVr, desc64(ops_s_regs.partition_fragment_B(sDo)), mma_sdp,
+                                            tSrV, tSrDo, acc_dp);
     }
 
     // ---- P^T = exp2(S^T * scale * log2e - LSE * log2e), in place, in FP32 ----
