@@ -13,7 +13,8 @@
 # ONLY=REGEX times only the timing schedules whose name matches. SUSTAIN_REPS=N times each run as N repetitions
 # after IDLE_MS (default 2000) of rest instead of 20: the GPU's power limit makes the first 40-60 ms of load about
 # 10% faster than what follows (bench/NOTES.md runs 138-142), so the summary then also shows the first five whole
-# backwards' median ("rested") and the last third's ("sustained"). SKIP_CHECKS=1 skips step 1.
+# backwards' median ("rested") and the last third's ("sustained"). SKIP_CHECKS=1 skips step 1; CHECK_ONLY=REGEX
+# checks only the check schedules whose name matches; STOP_ON_FAIL=1 skips the timing if a check failed.
 set -uo pipefail
 export PATH=/usr/local/cuda/bin:$PATH
 : "${OUT:?OUT must name the folder to write to (the device machine sets it)}"
@@ -45,6 +46,7 @@ cfg() { basename $1 | cut -d- -f1,2; }  # hd64-full from hd64-full-...
 shopt -s nullglob
 for f in $W/check/*.txt; do
   n=$(basename $f .txt)
+  [[ -n "${CHECK_ONLY:-}" && ! $n =~ $CHECK_ONLY ]] && continue
   $W/new-$(cfg $f)/harness $f --check --reps 2 > $R/check-$n.json 2> $R/check-$n.err || echo "CHECK FAILED $n"
   if [ -n "${ALT_DEFINES:-}" ] && [ "${ALT_CHECK:-0}" = 1 ]; then
     $W/alt-$(cfg $f)/harness $f --check --reps 2 > $R/check-alt-$n.json 2> $R/check-alt-$n.err || echo "CHECK FAILED alt $n"
@@ -61,7 +63,10 @@ for f in sorted(glob.glob(sys.argv[1] + "/check-*.json")):
 bad = [r["schedule"] + " " + str(r["shape"]) for r in rows if r["status"] != "ok"]
 worst = max((r["check"].get(k) or 0) for r in rows for k in ("rel_l2_dq", "rel_l2_dk", "rel_l2_dv"))
 print(f"checks: {len(rows)} results, {len(bad)} not ok {bad[:5]}, worst rel l2 {worst:.2e}")
+sys.exit(1 if bad else 0)
 PY
+checks_ok=$?
+if [ $checks_ok != 0 ] && [ "${STOP_ON_FAIL:-0}" = 1 ]; then echo "a check failed: no timing (STOP_ON_FAIL=1)"; exit 1; fi
 echo "checked at ${SECONDS}s"
 TIMING="--no-check --reps 20 --repeat-runs 2"
 [ -n "${SUSTAIN_REPS:-}" ] && TIMING="--no-check --reps $SUSTAIN_REPS --repeat-runs 2 --idle-ms ${IDLE_MS:-2000}"

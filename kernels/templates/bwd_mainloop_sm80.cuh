@@ -635,6 +635,7 @@ struct Sm80MainLoop {
   static constexpr int kDkvPartialFloats = 0;
   // Every partial is added (deterministic or not): the accumulator must be zeroed first.
   static constexpr bool kRankZeroStores = false;
+  static constexpr bool kRowStatsInMma = false;  // reads BwdParams::dsum and lse, not row_stats_mma
   using Params = BwdParams;
 
   static const void* kernel() { return reinterpret_cast<const void*>(&bwd_main_kernel<Cfg>); }

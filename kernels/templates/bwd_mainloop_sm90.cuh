@@ -57,6 +57,12 @@
 #ifndef DASHC_V_REG_BLOCKS
 #define DASHC_V_REG_BLOCKS 0
 #endif
+// The row statistics (LSE, D) added by the tensor cores as one more k block of
+// S^T and dP^T (BwdConfig::kStatsInMma; head dim 128 at 64-row tiles; 0 builds the
+// loads of before, for A/B runs).
+#ifndef DASHC_STATS_IN_MMA
+#define DASHC_STATS_IN_MMA 1
+#endif
 #include <cute/tensor.hpp>
 #include <cute/arch/copy_sm90_tma.hpp>
 #include <cute/atom/copy_traits_sm90_tma.hpp>
@@ -116,7 +122,20 @@ struct BwdConfig {
   // LSE and D of a thread's query columns held in registers across the S^T/dP^T
   // waits (see run_consumers): at BLOCK_M = 64 only, where the 16 + 16 fit
   // (beside at most 2 k blocks of K and 2 of V: R237 with both, no spills).
-  static constexpr bool kPrefetchRowStats = BLOCK_M == 64 && kKRegBlocks <= 2 && kVRegBlocks <= 2;
+  // The row statistics by the tensor cores (BwdParams::row_stats_mma): per
+  // visit one 64 x 16 bf16 block (8 columns, read twice through a zero k
+  // stride) holds -LSE / scale and -D, each as three bf16 summing to the FP32
+  // value; a register A operand of ones (S^T: columns 0-2, dP^T: 3-5) makes it
+  // one more k block of each product, so S^T - LSE / scale and dP^T - D leave
+  // the tensor cores and no thread loads the statistics (each thread loaded 16
+  // LSE and 16 D values per visit: 256 of a visit's ~3250 shared-memory
+  // wavefronts, bench/NOTES.md runs 221-222). The main kernel's fastest
+  // repetition: faster on 12 of 12 hd128 rows on an H200 (-0.1% to -5.7%) and on
+  // 11 of 12 on an H100 (-0.5% to -4.9%; causal 512 +0.3%), runs 240-241. Head
+  // dim 128 at 64-row tiles only: at head dim 64 the 128-row blocks (2 KiB a
+  // stage) do not fit beside the tiles, and the 80-row tiles were not tried.
+  static constexpr bool kStatsInMma = DASHC_STATS_IN_MMA != 0 && BLOCK_M == 64 && HEAD_DIM == 128;
+  static constexpr bool kPrefetchRowStats = BLOCK_M == 64 && kKRegBlocks <= 2 && kVRegBlocks <= 2 && !kStatsInMma;
   // setmaxnreg budgets. The CTA's pool is what the launch allocated: 168 per
   // thread (__launch_bounds__(384, 1): 65536 / 384, rounded down to 8) x 384 =
   // 64512. An increase waits until the pool has the registers, so the budgets
@@ -227,6 +246,11 @@ struct BwdConfig {
   static constexpr uint32_t kQTileBytes = BLOCK_M * HEAD_DIM * 2;
   static constexpr uint32_t kKvTileBytes = BLOCK_N * HEAD_DIM * 2;
   static constexpr uint32_t kRowStatBytes = BLOCK_M * 4;
+  // kStatsInMma: the statistics block, B operand (q rows x 16 k) of the extra k
+  // block, K-major without swizzle: row r's 8 values at 16 r bytes, and k 8-15
+  // the same bytes as k 0-7 (stride 0; the ones operand is 0 there).
+  using SmemLayoutStats = Layout<Shape<BM, Shape<_8, _2>>, Stride<_8, Stride<_1, _0>>>;
+  static constexpr uint32_t kStatsBlockBytes = BLOCK_M * 16;
 };
 
 // The FP32 dQ partial of a visit travels in fragment order: float4 chunk c of
@@ -281,8 +305,17 @@ struct SharedStorage {
   alignas(1024) Element dout[Cfg::kStages][cosize_v<typename Cfg::SmemLayoutQ>];
   alignas(1024) Element ds[Cfg::kDsBuffers][cosize_v<typename Cfg::SmemLayoutP>];  // by visit parity (or one)
   alignas(128) float dq[Cfg::kDqBuffers][Cfg::kDqBufferFloats];  // fragment order (see dq_block_floats)
-  alignas(16) float lse[Cfg::kStages][Cfg::BLOCK_M];  // LSE * log2 e (BwdParams::lse_log2)
-  alignas(16) float dsum[Cfg::kStages][Cfg::BLOCK_M];
+  // LSE * log2 e (BwdParams::lse_log2) and D, or (kStatsInMma) both in the
+  // wgmma operand block of BwdParams::row_stats_mma. (A union, so that the
+  // default build's layout is the one it had before the knob.)
+  union RowStats {
+    struct {
+      float lse[Cfg::kStages][Cfg::BLOCK_M];
+      float dsum[Cfg::kStages][Cfg::BLOCK_M];
+    } fp32;
+    Element mma[Cfg::kStages][Cfg::kStatsInMma ? Cfg::BLOCK_M * 8 : 8];
+  };
+  alignas(128) RowStats stats;
   VisitSlot slot[Cfg::kStages];
   VisitSlot dq_slot[Cfg::kDqStages];  // per writer: by buffer, or (80-row tiles) by visit parity
   VisitSlot deferred_slot[2];  // the slot of a visit whose dQ comes with the next visit (by visit parity)
@@ -570,7 +603,8 @@ __device__ void run_producer(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& ss
       const int s = count % Cfg::kStages;
       mbar_wait(&ss.empty[s], ((count / Cfg::kStages) & 1) ^ 1, pipeline_timeout_ns(p));
       ss.slot[s] = VisitSlot{e.kv_q, e.rank_flags, u.bh, u.first_visit + t, unit, t + 1 == u.num_visits};
-      mbar_arrive_expect_tx(&ss.full[s], 2 * Cfg::kQTileBytes + 2 * Cfg::kRowStatBytes);
+      mbar_arrive_expect_tx(&ss.full[s], 2 * Cfg::kQTileBytes +
+                                             (Cfg::kStatsInMma ? Cfg::kStatsBlockBytes : 2 * Cfg::kRowStatBytes));
       Tensor gQ = local_tile(mQ(_, _, head, batch), Shape<typename Cfg::BM, typename Cfg::HD>{}, make_coord(v.q, 0));
       Tensor gDo = local_tile(mDo(_, _, head, batch), Shape<typename Cfg::BM, typename Cfg::HD>{}, make_coord(v.q, 0));
       Tensor sQ = make_tensor(make_smem_ptr(&ss.q[s][0]), typename Cfg::SmemLayoutQ{});
@@ -578,8 +612,12 @@ __device__ void run_producer(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& ss
       copy(kp.tma_q.with(ss.full[s]), tma_q.partition_S(gQ), tma_q.partition_D(sQ));
       copy(kp.tma_do.with(ss.full[s]), tma_do.partition_S(gDo), tma_do.partition_D(sDo));
       const size_t stats = (size_t)u.bh * p.seqlen_q_pad + (size_t)v.q * Cfg::BLOCK_M;
-      bulk_copy_g2s(ss.lse[s], p.lse_log2 + stats, Cfg::kRowStatBytes, &ss.full[s]);
-      bulk_copy_g2s(ss.dsum[s], p.dsum + stats, Cfg::kRowStatBytes, &ss.full[s]);
+      if constexpr (Cfg::kStatsInMma) {
+        bulk_copy_g2s(ss.stats.mma[s], p.row_stats_mma + stats * 8, Cfg::kStatsBlockBytes, &ss.full[s]);
+      } else {
+        bulk_copy_g2s(ss.stats.fp32.lse[s], p.lse_log2 + stats, Cfg::kRowStatBytes, &ss.full[s]);
+        bulk_copy_g2s(ss.stats.fp32.dsum[s], p.dsum + stats, Cfg::kRowStatBytes, &ss.full[s]);
+      }
       ++count;
       // K_j/V_j after the visit's Q/dO: the previous KV tile's last visit is
       // still computing, and this stage's loads need not wait for it.
@@ -788,6 +826,34 @@ __device__ __forceinline__ void issue_product_split(MmaR& mma_r, TAr& tAr, const
   }
 }
 
+// issue_product_split, then one more k block in the same batch: the statistics
+// block (BwdConfig::kStatsInMma), A = tOnes from registers, B = tStats, added last.
+template <int kRegBlocks, class MmaR, class TAr, class TBr, class Mma, class TA, class TB, class Acc, class TO, class TS>
+__device__ __forceinline__ void issue_product_split_stats(MmaR& mma_r, TAr& tAr, const TBr& tBr, Mma& mma,
+                                                          const TA& tA, const TB& tB, Acc& acc, TO& tOnes,
+                                                          const TS& tStats) {
+  warpgroup_fence_operand(acc);
+  if constexpr (kRegBlocks > 0) warpgroup_fence_operand(tAr);
+  warpgroup_fence_operand(tOnes);
+  warpgroup_arrive();
+  mma_r.accumulate_ = GMMA::ScaleOut::Zero;
+  mma.accumulate_ = GMMA::ScaleOut::Zero;
+  CUTE_UNROLL
+  for (int k = 0; k < size<2>(tA); ++k) {
+    if (k < kRegBlocks) {
+      cute::gemm(mma_r, tAr(_, _, k), tBr(_, _, k), acc);
+    } else {
+      cute::gemm(mma, tA(_, _, k), tB(_, _, k), acc);
+    }
+    mma_r.accumulate_ = GMMA::ScaleOut::One;
+    mma.accumulate_ = GMMA::ScaleOut::One;
+  }
+  cute::gemm(mma_r, tOnes, tStats, acc);
+  warpgroup_commit_batch();
+  if constexpr (kRegBlocks > 0) warpgroup_fence_operand(tAr);
+  warpgroup_fence_operand(tOnes);
+}
+
 // A consumer thread's stmatrix destinations of dS^T in a dS buffer, the swizzle
 // applied to the offset in the buffer (position-independent: every dS buffer is
 // 1 KiB aligned, the swizzle's period) rather than to each store's address. The
@@ -851,6 +917,19 @@ __device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
   Tensor tSrVr = mma_s_regs.get_thread_slice(consumer_tid).partition_fragment_A(sV);
   Tensor tVsV = thr_load_kv.partition_S(sV);
   Tensor tVrV = thr_load_kv.retile_D(tSrVr);
+  // kStatsInMma: the ones of the statistics k block, A operand of S^T (k 0-2: -LSE
+  // / scale) and of dP^T (k 3-5: -D); zero elsewhere. Built once.
+  Tensor tSrOnesLse = make_fragment_like(tSrKr(_, _, 0));
+  Tensor tSrOnesD = make_fragment_like(tSrKr(_, _, 0));
+  if constexpr (Cfg::kStatsInMma) {
+    Tensor cA = mma_s_regs.get_thread_slice(consumer_tid).partition_A(make_identity_tensor(Shape<BN, HD>{}));
+    CUTE_UNROLL
+    for (int i = 0; i < size(tSrOnesLse); ++i) {
+      const int k = get<1>(cA(_, _, 0)(i));
+      tSrOnesLse(i) = Element(k < 3 ? 1.f : 0.f);
+      tSrOnesD(i) = Element(k >= 3 && k < 6 ? 1.f : 0.f);
+    }
+  }
   // This thread's dS store offset in a dS buffer (elements, the same in both),
   // computed once: one register instead of recomputing it from the thread index
   // every visit.
@@ -899,8 +978,8 @@ __device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
     Tensor sQt = make_tensor(make_smem_ptr(&ss.q[s][0]), typename Cfg::SmemLayoutQt{});
     Tensor sDot = make_tensor(make_smem_ptr(&ss.dout[s][0]), typename Cfg::SmemLayoutQt{});
     Element* ds_buffer = &ss.ds[Cfg::kDeferDq ? count % 2 : 0][0];
-    const float* lse = ss.lse[s];
-    const float* dsum = ss.dsum[s];
+    const float* lse = ss.stats.fp32.lse[s];
+    const float* dsum = ss.stats.fp32.dsum[s];
 
     typename Cfg::MmaSdp mma_sdp;
     // The shared-memory operands' descriptors depend only on the warpgroup: they
@@ -941,10 +1020,19 @@ __device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
       Tensor tSrQ = desc64(ops_sdp.partition_fragment_B(sQ));
       Tensor tSrDo = desc64(ops_sdp.partition_fragment_B(sDo));
       auto ops_s_regs = mma_s_regs.get_thread_slice(warpgroup_tid);
-      issue_product_split<Cfg::kKRegBlocks>(mma_s_regs, tSrKr, desc64(ops_s_regs.partition_fragment_B(sQ)), mma_sdp,
-                                            tSrK, tSrQ, acc_s);
-      issue_product_split<Cfg::kVRegBlocks>(mma_s_regs, tSrVr, desc64(ops_s_regs.partition_fragment_B(sDo)), mma_sdp,
-                                            tSrV, tSrDo, acc_dp);
+      if constexpr (Cfg::kStatsInMma) {
+        Tensor sStats = make_tensor(make_smem_ptr(&ss.stats.mma[s][0]), typename Cfg::SmemLayoutStats{});
+        Tensor tSrStats = desc64(ops_s_regs.partition_fragment_B(sStats));
+        issue_product_split_stats<Cfg::kKRegBlocks>(mma_s_regs, tSrKr, desc64(ops_s_regs.partition_fragment_B(sQ)),
+                                                    mma_sdp, tSrK, tSrQ, acc_s, tSrOnesLse, tSrStats(_, _, 0));
+        issue_product_split_stats<Cfg::kVRegBlocks>(mma_s_regs, tSrVr, desc64(ops_s_regs.partition_fragment_B(sDo)),
+                                                    mma_sdp, tSrV, tSrDo, acc_dp, tSrOnesD, tSrStats(_, _, 0));
+      } else {
+        issue_product_split<Cfg::kKRegBlocks>(mma_s_regs, tSrKr, desc64(ops_s_regs.partition_fragment_B(sQ)),
+                                              mma_sdp, tSrK, tSrQ, acc_s);
+        issue_product_split<Cfg::kVRegBlocks>(mma_s_regs, tSrVr, desc64(ops_s_regs.partition_fragment_B(sDo)),
+                                              mma_sdp, tSrV, tSrDo, acc_dp);
+      }
     }
 
     // ---- P^T = exp2(S^T * scale * log2e - LSE * log2e), in place, in FP32 ----
@@ -985,11 +1073,16 @@ __device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
           if (masked) acc_s(i) = -INFINITY;
         }
       }
-      CUTE_UNROLL
-      for (int i = 0; i < size(acc_s); i += 2) {
-        const float2 l = stat_pair(lse2, lse, i);
-        acc_s(i) = fast_exp2(fmaf(acc_s(i), p.softmax_scale_log2, -l.x));
-        acc_s(i + 1) = fast_exp2(fmaf(acc_s(i + 1), p.softmax_scale_log2, -l.y));
+      if constexpr (Cfg::kStatsInMma) {
+        CUTE_UNROLL
+        for (int i = 0; i < size(acc_s); ++i) acc_s(i) = fast_exp2(acc_s(i) * p.softmax_scale_log2);
+      } else {
+        CUTE_UNROLL
+        for (int i = 0; i < size(acc_s); i += 2) {
+          const float2 l = stat_pair(lse2, lse, i);
+          acc_s(i) = fast_exp2(fmaf(acc_s(i), p.softmax_scale_log2, -l.x));
+          acc_s(i + 1) = fast_exp2(fmaf(acc_s(i + 1), p.softmax_scale_log2, -l.y));
+        }
       }
     }
 
@@ -1011,8 +1104,12 @@ __device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
     __nv_bfloat162* ds_pairs = reinterpret_cast<__nv_bfloat162*>(raw_pointer_cast(ds_bf16.data()));
     CUTE_UNROLL
     for (int i = 0; i < size(acc_dp); i += 2) {
-      const float2 d = stat_pair(dsum2, dsum, i);
-      ds_pairs[i / 2] = __floats2bfloat162_rn(acc_s(i) * (acc_dp(i) - d.x), acc_s(i + 1) * (acc_dp(i + 1) - d.y));
+      if constexpr (Cfg::kStatsInMma) {  // acc_dp holds dP^T - D already
+        ds_pairs[i / 2] = __floats2bfloat162_rn(acc_s(i) * acc_dp(i), acc_s(i + 1) * acc_dp(i + 1));
+      } else {
+        const float2 d = stat_pair(dsum2, dsum, i);
+        ds_pairs[i / 2] = __floats2bfloat162_rn(acc_s(i) * (acc_dp(i) - d.x), acc_s(i + 1) * (acc_dp(i + 1) - d.y));
+      }
       p_pairs[i / 2] = __floats2bfloat162_rn(acc_s(i), acc_s(i + 1));
     }
     // The other warpgroup's dQ product of visit count - 2 (count - 1 with one dS
@@ -1475,6 +1572,7 @@ struct MainLoop {
   // unit count is the persistent launch.
   static constexpr bool kPersistent = true;
   static constexpr bool kRankZeroStores = Cfg::kRankZeroStores;
+  static constexpr bool kRowStatsInMma = Cfg::kStatsInMma;  // the harness then allocates BwdParams::row_stats_mma
   using Params = KernelParams<Cfg>;
 
   static const void* kernel() { return reinterpret_cast<const void*>(&bwd_main_kernel<Cfg>); }

@@ -111,6 +111,13 @@ struct BwdParams {
   // seqlen_q): the sm90 main loop's P = exp2(S * softmax_scale_log2 - this) is
   // one FFMA per element with no scaling of the row statistic in the loop.
   float* lse_log2;
+  // The sm90 loop's row statistics as a bf16 wgmma operand (MainLoop::kRowStatsInMma;
+  // null elsewhere), written by the preprocess kernel: per padded row, 8 values
+  // [-LSE / softmax_scale as hi, mid, lo; -D as hi, mid, lo; 0, 0], each triple
+  // summing to the FP32 value. A register A operand of ones turns them into a k
+  // block of S^T and dP^T, so the products come out as S^T - LSE / scale and
+  // dP^T - D with no per-element loads of the statistics (+inf LSE: -1e30).
+  __nv_bfloat16* row_stats_mma;
 
   // Outputs, layout [batch, seqlen, heads, head_dim].
   __nv_bfloat16* dq;

@@ -57,6 +57,24 @@ __global__ void __launch_bounds__(kPreprocessThreads) bwd_preprocess_kernel(cons
       const size_t stat = (size_t)bh * p.seqlen_q_pad + row;
       p.dsum[stat] = sum;
       p.lse_log2[stat] = p.lse[stat] * 1.4426950408889634f;
+      if (p.row_stats_mma != nullptr) {
+        const float neg_lse = p.lse[stat] == INFINITY ? -1e30f : -p.lse[stat] / p.softmax_scale;
+        const float values[2] = {neg_lse, -sum};
+        __align__(16) __nv_bfloat16 parts[8];
+#pragma unroll
+        for (int v = 0; v < 2; ++v) {
+          // Three bf16 of 8 significant bits each: the FP32 value, exactly for
+          // most and to within its last bit for all.
+          float rest = values[v];
+#pragma unroll
+          for (int part = 0; part < 3; ++part) {
+            parts[3 * v + part] = __float2bfloat16_rn(rest);
+            rest -= __bfloat162float(parts[3 * v + part]);
+          }
+        }
+        parts[6] = parts[7] = __float2bfloat16_rn(0.f);
+        *reinterpret_cast<uint4*>(p.row_stats_mma + stat * 8) = *reinterpret_cast<const uint4*>(parts);
+      }
     }
   }
 

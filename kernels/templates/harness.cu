@@ -525,6 +525,7 @@ int main(int argc, char** argv) {
   float* lse = device_alloc<float>((size_t)BH * sq_pad);
   float* dsum = device_alloc<float>((size_t)BH * sq_pad);
   float* lse_log2 = device_alloc<float>((size_t)BH * sq_pad);
+  __nv_bfloat16* row_stats_mma = MainLoop::kRowStatsInMma ? device_alloc<__nv_bfloat16>((size_t)BH * sq_pad * 8) : nullptr;
   const size_t dq_accum_floats = (size_t)BH * sq_pad * dq_accum_row_stride(D);
   float* dq_accum = device_alloc<float>(dq_accum_floats);
   int* sems = device_alloc<int>((size_t)BH * m_tiles);
@@ -596,6 +597,7 @@ int main(int argc, char** argv) {
   p.dsum = dsum;
   p.skip_dq_accum_zeroing = MainLoop::kRankZeroStores && !sf.q_uncovered;
   p.lse_log2 = lse_log2;
+  p.row_stats_mma = row_stats_mma;
   p.dq = dq;
   p.dk = dk;
   p.dv = dv;
