@@ -52,11 +52,6 @@
 #ifndef DASHC_K_REG_BLOCKS_FULL
 #define DASHC_K_REG_BLOCKS_FULL 0
 #endif
-// The same for V, the A operand of dP^T, at both masks (none by default: not
-// measured yet; bench/NOTES.md, runs 231-238, "Next on a machine").
-#ifndef DASHC_V_REG_BLOCKS
-#define DASHC_V_REG_BLOCKS 0
-#endif
 // The row statistics (LSE, D) added by the tensor cores as one more k block of
 // S^T and dP^T (BwdConfig::kStatsInMma; head dim 128 at 64-row tiles; 0 builds the
 // loads of before, for A/B runs).
@@ -117,11 +112,11 @@ struct BwdConfig {
   static constexpr int kKRegBlocks = BLOCK_M != 64 || HEAD_DIM != 128 ? 0
                                      : IS_CAUSAL                      ? DASHC_K_REG_BLOCKS_CAUSAL
                                                                       : DASHC_K_REG_BLOCKS_FULL;
-  // V likewise for dP^T = V dO^T (an A/B knob, head dim 128 at 64-row tiles).
-  static constexpr int kVRegBlocks = BLOCK_M != 64 || HEAD_DIM != 128 ? 0 : DASHC_V_REG_BLOCKS;
+  // (V likewise, as the A operand of dP^T, 2 blocks: slower on 11 of 12 hd128
+  // rows, by up to 4%, run 239; bench/scripts/variants/v-in-registers-hd128.diff.)
   // LSE and D of a thread's query columns held in registers across the S^T/dP^T
   // waits (see run_consumers): at BLOCK_M = 64 only, where the 16 + 16 fit
-  // (beside at most 2 k blocks of K and 2 of V: R237 with both, no spills).
+  // (beside at most 2 k blocks of K).
   // The row statistics by the tensor cores (BwdParams::row_stats_mma): per
   // visit one 64 x 16 bf16 block (8 columns, read twice through a zero k
   // stride) holds -LSE / scale and -D, each as three bf16 summing to the FP32
@@ -135,7 +130,7 @@ struct BwdConfig {
   // dim 128 at 64-row tiles only: at head dim 64 the 128-row blocks (2 KiB a
   // stage) do not fit beside the tiles, and the 80-row tiles were not tried.
   static constexpr bool kStatsInMma = DASHC_STATS_IN_MMA != 0 && BLOCK_M == 64 && HEAD_DIM == 128;
-  static constexpr bool kPrefetchRowStats = BLOCK_M == 64 && kKRegBlocks <= 2 && kVRegBlocks <= 2 && !kStatsInMma;
+  static constexpr bool kPrefetchRowStats = BLOCK_M == 64 && kKRegBlocks <= 2 && !kStatsInMma;
   // setmaxnreg budgets. The CTA's pool is what the launch allocated: 168 per
   // thread (__launch_bounds__(384, 1): 65536 / 384, rounded down to 8) x 384 =
   // 64512. An increase waits until the pool has the registers, so the budgets
@@ -187,8 +182,8 @@ struct BwdConfig {
   using MmaSdp = decltype(make_tiled_mma(
       GMMA::ss_op_selector<Element, Element, float, Shape<_64, BM, _16>, GMMA::Major::K, GMMA::Major::K>(),
       Layout<Shape<_2, _1, _1>>{}));
-  // S^T and dP^T with their A operand (K, V) from registers, for the k blocks
-  // that kKRegBlocks / kVRegBlocks hold there; ldmatrix loads those blocks.
+  // Register-sourced S^T and dP^T: S^T's k blocks of K that kKRegBlocks holds in
+  // registers (ldmatrix loads them), and both products' statistics k block.
   using MmaSRegs = decltype(make_tiled_mma(
       GMMA::rs_op_selector<Element, Element, float, Shape<_64, BM, _16>, GMMA::Major::K, GMMA::Major::K>(),
       Layout<Shape<_2, _1, _1>>{}));
@@ -827,7 +822,9 @@ __device__ __forceinline__ void issue_product_split(MmaR& mma_r, TAr& tAr, const
 }
 
 // issue_product_split, then one more k block in the same batch: the statistics
-// block (BwdConfig::kStatsInMma), A = tOnes from registers, B = tStats, added last.
+// block (BwdConfig::kStatsInMma), A = tOnes from registers, B = tStats, added last
+// (after the other k blocks, where the accumulator is no larger than the product).
+// With kRegBlocks 0, tAr and tBr are not read.
 template <int kRegBlocks, class MmaR, class TAr, class TBr, class Mma, class TA, class TB, class Acc, class TO, class TS>
 __device__ __forceinline__ void issue_product_split_stats(MmaR& mma_r, TAr& tAr, const TBr& tBr, Mma& mma,
                                                           const TA& tA, const TB& tB, Acc& acc, TO& tOnes,
@@ -900,9 +897,9 @@ __device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
   typename Cfg::MmaSdp mma_sdp_kv;
   Tensor tSrK = desc64(mma_sdp_kv.get_thread_slice(wg * 128).partition_fragment_A(sK));
   Tensor tSrV = desc64(mma_sdp_kv.get_thread_slice(wg * 128).partition_fragment_A(sV));
-  // This thread's K and V fragments (the register A operand of S^T and dP^T), of
-  // which the first kKRegBlocks / kVRegBlocks k blocks are loaded at each KV
-  // tile's first visit (none by default at full masks: then all of this is unused).
+  // This thread's K fragment (the register A operand of S^T), of which the first
+  // kKRegBlocks k blocks are loaded at each KV tile's first visit (none at full
+  // masks: then only the statistics block's ones below use mma_s_regs).
   typename Cfg::MmaSRegs mma_s_regs;
   const int consumer_tid = [] {
     const int t = fresh_thread_index() - 128;
@@ -914,9 +911,6 @@ __device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
   auto thr_load_kv = load_kv.get_thread_slice(consumer_tid);
   Tensor tKsK = thr_load_kv.partition_S(sK);
   Tensor tKrK = thr_load_kv.retile_D(tSrKr);
-  Tensor tSrVr = mma_s_regs.get_thread_slice(consumer_tid).partition_fragment_A(sV);
-  Tensor tVsV = thr_load_kv.partition_S(sV);
-  Tensor tVrV = thr_load_kv.retile_D(tSrVr);
   // kStatsInMma: the ones of the statistics k block, A operand of S^T (k 0-2: -LSE
   // / scale) and of dP^T (k 3-5: -D); zero elsewhere. Built once.
   Tensor tSrOnesLse = make_fragment_like(tSrKr(_, _, 0));
@@ -962,8 +956,6 @@ __device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
       ++kv_count;
       CUTE_UNROLL
       for (int k = 0; k < Cfg::kKRegBlocks; ++k) copy(load_kv, tKsK(_, _, k), tKrK(_, _, k));
-      CUTE_UNROLL
-      for (int k = 0; k < Cfg::kVRegBlocks; ++k) copy(load_kv, tVsV(_, _, k), tVrV(_, _, k));
     }
     const int tid = fresh_thread_index() - 128;
     // Consumer threads are 128-383. Known to be in range, the fragment coordinates'
@@ -1025,13 +1017,12 @@ __device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
         Tensor tSrStats = desc64(ops_s_regs.partition_fragment_B(sStats));
         issue_product_split_stats<Cfg::kKRegBlocks>(mma_s_regs, tSrKr, desc64(ops_s_regs.partition_fragment_B(sQ)),
                                                     mma_sdp, tSrK, tSrQ, acc_s, tSrOnesLse, tSrStats(_, _, 0));
-        issue_product_split_stats<Cfg::kVRegBlocks>(mma_s_regs, tSrVr, desc64(ops_s_regs.partition_fragment_B(sDo)),
-                                                    mma_sdp, tSrV, tSrDo, acc_dp, tSrOnesD, tSrStats(_, _, 0));
+        issue_product_split_stats<0>(mma_s_regs, tSrKr, tSrStats, mma_sdp, tSrV, tSrDo, acc_dp, tSrOnesD,
+                                     tSrStats(_, _, 0));
       } else {
         issue_product_split<Cfg::kKRegBlocks>(mma_s_regs, tSrKr, desc64(ops_s_regs.partition_fragment_B(sQ)),
                                               mma_sdp, tSrK, tSrQ, acc_s);
-        issue_product_split<Cfg::kVRegBlocks>(mma_s_regs, tSrVr, desc64(ops_s_regs.partition_fragment_B(sDo)),
-                                              mma_sdp, tSrV, tSrDo, acc_dp);
+        issue_product(mma_sdp, tSrV, tSrDo, acc_dp);
       }
     }
 
