@@ -994,10 +994,12 @@ __device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
       }
     };
 
-    // At BLOCK_M = 64 the LSE of this thread's column pairs is read now, before the
-    // S^T/dP^T issue: read after it, the loads queued behind the wgmma operand
-    // fetches in the shared-memory pipe, and the first exp2 FFMAs waited for them
-    // (6.4% of the stall samples, run 66); read first, +1.7% to +2.0% (run 67).
+    // (With the statistics block, kStatsInMma, the tensor cores subtract LSE and D,
+    // and nothing of this is read.) Otherwise, at BLOCK_M = 64 the LSE of this
+    // thread's column pairs is read now, before the S^T/dP^T issue: read after it,
+    // the loads queued behind the wgmma operand fetches in the shared-memory pipe,
+    // and the first exp2 FFMAs waited for them (6.4% of the stall samples, run 66);
+    // read first, +1.7% to +2.0% (run 67).
     constexpr int kPairs = Cfg::kPrefetchRowStats ? Cfg::BLOCK_M / 8 : 1;
     float2 lse2[kPairs];
     if constexpr (Cfg::kPrefetchRowStats) {
@@ -1034,7 +1036,7 @@ __device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
     // The accumulator fragment is ((2 columns, 2 row halves, BLOCK_M / 8 column
     // blocks), 1, 1): element i sits in column pair i / 4. LSE * log2 e comes from
     // the preprocess (BwdParams::lse_log2), so each element is one FFMA and one
-    // exp2. At BLOCK_M = 64 the LSE of this thread's column pairs was read before
+    // exp2 (with the statistics block, one FMUL and one exp2). At BLOCK_M = 64 the LSE of this thread's column pairs was read before
     // the S^T/dP^T issue (above); at BLOCK_M = 128 (head dim 64) the 32 registers
     // that takes cost more than they save (3-6% slower, run 41): the values are
     // read where they are used instead.
