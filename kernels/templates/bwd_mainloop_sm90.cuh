@@ -793,62 +793,45 @@ __device__ __forceinline__ void issue_product(Mma& mma, const TA& tA, const TB& 
   warpgroup_commit_batch();
 }
 
+// No statistics block: what issue_product_split passes when kStatsInMma is off.
+struct NoStatsBlock {};
+
 // The same with the first kRegBlocks k blocks of A from registers (tAr, a
 // register-sourced wgmma: mma_r, with tBr the B operand's matching descriptors)
-// and the rest from shared memory, one batch; issue_product when kRegBlocks is 0.
-template <int kRegBlocks, class MmaR, class TAr, class TBr, class Mma, class TA, class TB, class Acc>
+// and the rest from shared memory, then, with tOnes and tStats given, one more k
+// block: the statistics block (BwdConfig::kStatsInMma), A = tOnes from registers,
+// B = tStats, added last (after the other k blocks, where the accumulator is no
+// larger than the product). One batch; issue_product when there is neither. With
+// kRegBlocks 0, tAr and tBr are not read.
+template <int kRegBlocks, class MmaR, class TAr, class TBr, class Mma, class TA, class TB, class Acc,
+          class TO = NoStatsBlock, class TS = NoStatsBlock>
 __device__ __forceinline__ void issue_product_split(MmaR& mma_r, TAr& tAr, const TBr& tBr, Mma& mma, const TA& tA,
-                                                    const TB& tB, Acc& acc) {
-  if constexpr (kRegBlocks == 0) {
+                                                    const TB& tB, Acc& acc, TO&& tOnes = {}, const TS& tStats = {}) {
+  constexpr bool kStatsBlock = !std::is_same_v<std::decay_t<TO>, NoStatsBlock>;
+  if constexpr (kRegBlocks == 0 && !kStatsBlock) {
     issue_product(mma, tA, tB, acc);
   } else {
     warpgroup_fence_operand(acc);
-    warpgroup_fence_operand(tAr);
+    if constexpr (kRegBlocks > 0) warpgroup_fence_operand(tAr);
+    if constexpr (kStatsBlock) warpgroup_fence_operand(tOnes);
     warpgroup_arrive();
     mma_r.accumulate_ = GMMA::ScaleOut::Zero;
-    mma.accumulate_ = GMMA::ScaleOut::One;
+    mma.accumulate_ = GMMA::ScaleOut::Zero;
     CUTE_UNROLL
     for (int k = 0; k < size<2>(tA); ++k) {
       if (k < kRegBlocks) {
         cute::gemm(mma_r, tAr(_, _, k), tBr(_, _, k), acc);
-        mma_r.accumulate_ = GMMA::ScaleOut::One;
       } else {
         cute::gemm(mma, tA(_, _, k), tB(_, _, k), acc);
       }
+      mma_r.accumulate_ = GMMA::ScaleOut::One;
+      mma.accumulate_ = GMMA::ScaleOut::One;
     }
+    if constexpr (kStatsBlock) cute::gemm(mma_r, tOnes, tStats, acc);
     warpgroup_commit_batch();
-    warpgroup_fence_operand(tAr);
+    if constexpr (kRegBlocks > 0) warpgroup_fence_operand(tAr);
+    if constexpr (kStatsBlock) warpgroup_fence_operand(tOnes);
   }
-}
-
-// issue_product_split, then one more k block in the same batch: the statistics
-// block (BwdConfig::kStatsInMma), A = tOnes from registers, B = tStats, added last
-// (after the other k blocks, where the accumulator is no larger than the product).
-// With kRegBlocks 0, tAr and tBr are not read.
-template <int kRegBlocks, class MmaR, class TAr, class TBr, class Mma, class TA, class TB, class Acc, class TO, class TS>
-__device__ __forceinline__ void issue_product_split_stats(MmaR& mma_r, TAr& tAr, const TBr& tBr, Mma& mma,
-                                                          const TA& tA, const TB& tB, Acc& acc, TO& tOnes,
-                                                          const TS& tStats) {
-  warpgroup_fence_operand(acc);
-  if constexpr (kRegBlocks > 0) warpgroup_fence_operand(tAr);
-  warpgroup_fence_operand(tOnes);
-  warpgroup_arrive();
-  mma_r.accumulate_ = GMMA::ScaleOut::Zero;
-  mma.accumulate_ = GMMA::ScaleOut::Zero;
-  CUTE_UNROLL
-  for (int k = 0; k < size<2>(tA); ++k) {
-    if (k < kRegBlocks) {
-      cute::gemm(mma_r, tAr(_, _, k), tBr(_, _, k), acc);
-    } else {
-      cute::gemm(mma, tA(_, _, k), tB(_, _, k), acc);
-    }
-    mma_r.accumulate_ = GMMA::ScaleOut::One;
-    mma.accumulate_ = GMMA::ScaleOut::One;
-  }
-  cute::gemm(mma_r, tOnes, tStats, acc);
-  warpgroup_commit_batch();
-  if constexpr (kRegBlocks > 0) warpgroup_fence_operand(tAr);
-  warpgroup_fence_operand(tOnes);
 }
 
 // A consumer thread's stmatrix destinations of dS^T in a dS buffer, the swizzle
@@ -1017,10 +1000,10 @@ __device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
       if constexpr (Cfg::kStatsInMma) {
         Tensor sStats = make_tensor(make_smem_ptr(&ss.stats.mma[s][0]), typename Cfg::SmemLayoutStats{});
         Tensor tSrStats = desc64(ops_s_regs.partition_fragment_B(sStats));
-        issue_product_split_stats<Cfg::kKRegBlocks>(mma_s_regs, tSrKr, desc64(ops_s_regs.partition_fragment_B(sQ)),
-                                                    mma_sdp, tSrK, tSrQ, acc_s, tSrOnesLse, tSrStats(_, _, 0));
-        issue_product_split_stats<0>(mma_s_regs, tSrKr, tSrStats, mma_sdp, tSrV, tSrDo, acc_dp, tSrOnesD,
-                                     tSrStats(_, _, 0));
+        issue_product_split<Cfg::kKRegBlocks>(mma_s_regs, tSrKr, desc64(ops_s_regs.partition_fragment_B(sQ)),
+                                              mma_sdp, tSrK, tSrQ, acc_s, tSrOnesLse, tSrStats(_, _, 0));
+        issue_product_split<0>(mma_s_regs, tSrKr, tSrStats, mma_sdp, tSrV, tSrDo, acc_dp, tSrOnesD,
+                               tSrStats(_, _, 0));
       } else {
         issue_product_split<Cfg::kKRegBlocks>(mma_s_regs, tSrKr, desc64(ops_s_regs.partition_fragment_B(sQ)),
                                               mma_sdp, tSrK, tSrQ, acc_s);
