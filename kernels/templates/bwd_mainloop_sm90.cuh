@@ -47,7 +47,7 @@
 // k blocks of K (of HEAD_DIM / 16) held in registers at 64-row tiles, causal and
 // full masks (see BwdConfig::kKRegBlocks); overridable with -D for A/B builds.
 #ifndef DASHC_K_REG_BLOCKS_CAUSAL
-#define DASHC_K_REG_BLOCKS_CAUSAL 2
+#define DASHC_K_REG_BLOCKS_CAUSAL 3
 #endif
 #ifndef DASHC_K_REG_BLOCKS_FULL
 #define DASHC_K_REG_BLOCKS_FULL 0
@@ -105,8 +105,10 @@ struct BwdConfig {
   // registers as the A operand of S^T = K Q^T (register-sourced wgmma), loaded
   // once per KV tile: 32 fewer shared-memory wavefronts per visit and block. At
   // 64-row causal tiles 2 blocks were faster on every hd128 causal row (runs
-  // 230-232); 3 or 4 were slower on the long rows, all 8 spill, and on full masks
-  // 2 blocks were mixed, so full masks keep K in shared memory. Head dim 128
+  // 230-232); 3 were slower on the long rows while the LSE/D prefetch held 32
+  // registers, and faster on all 6 causal rows once the statistics block freed
+  // them (R234, no spills; runs 246-247); 8 spill. On full masks 2 blocks were
+  // slower (runs 232, 241), so full masks keep K in shared memory. Head dim 128
   // only: the one measured (and GPU-checked) 64-row configuration; `--block-m 64`
   // at head dim 64 keeps its former build.
   static constexpr int kKRegBlocks = BLOCK_M != 64 || HEAD_DIM != 128 ? 0
