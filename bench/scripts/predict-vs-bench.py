@@ -9,6 +9,7 @@ from another, not a validation (that is `dashc validate`, with held-out configur
 Usage: python3 bench/scripts/predict-vs-bench.py COSTS.json RESULTS_DIR [RESULTS_DIR ...]
        (DASHC=path/to/dashc, default target/debug/dashc)
 """
+import functools
 import json
 import os
 import statistics
@@ -19,6 +20,8 @@ import tarfile
 DASHC = os.environ.get("DASHC", "target/debug/dashc")
 
 
+# Every round of a folder repeats its configurations and schedules: simulate each once.
+@functools.lru_cache(maxsize=None)
 def predicted_ms(costs, hd, mask, seqlen, batch, heads, schedule):
     cmd = [DASHC, "simulate", "--seqlen", str(seqlen), "--batch", str(batch), "--heads", str(heads),
            "--head-dim", str(hd), "--mask", mask, "--launch", "persistent",
