@@ -58,12 +58,6 @@
 #ifndef DASHC_STATS_IN_MMA
 #define DASHC_STATS_IN_MMA 1
 #endif
-// The row statistics instead loaded (FP32) into the S^T and dP^T accumulators
-// before their products, which then add to them (BwdConfig::kStatsInAcc; head
-// dim 128 at 64-row tiles; 0 by default, for A/B runs; overrides the above).
-#ifndef DASHC_STATS_IN_ACC
-#define DASHC_STATS_IN_ACC 0
-#endif
 #include <cute/tensor.hpp>
 #include <cute/arch/copy_sm90_tma.hpp>
 #include <cute/atom/copy_traits_sm90_tma.hpp>
@@ -137,15 +131,8 @@ struct BwdConfig {
   // 11 of 12 on an H100 (-0.5% to -4.9%; causal 512 +0.3%), runs 240-241. Head
   // dim 128 at 64-row tiles only: at head dim 64 the 128-row blocks (2 KiB a
   // stage) do not fit beside the tiles, and the 80-row tiles were not tried.
-  // kStatsInAcc: the same subtraction without the extra k blocks (+5% of a
-  // visit's tensor-core work): each consumer thread loads the FP32 LSE and D of
-  // its 16 query columns from the stage into the S^T and dP^T accumulators
-  // (-LSE / scale, -D) right before their products, which accumulate onto them.
-  // The loads come back; the registers of the prefetch do not (the values live
-  // in the accumulators, which the products need anyway).
-  static constexpr bool kStatsInAcc = DASHC_STATS_IN_ACC != 0 && BLOCK_M == 64 && HEAD_DIM == 128;
-  static constexpr bool kStatsInMma = DASHC_STATS_IN_MMA != 0 && !kStatsInAcc && BLOCK_M == 64 && HEAD_DIM == 128;
-  static constexpr bool kPrefetchRowStats = BLOCK_M == 64 && kKRegBlocks <= 2 && !kStatsInMma && !kStatsInAcc;
+  static constexpr bool kStatsInMma = DASHC_STATS_IN_MMA != 0 && BLOCK_M == 64 && HEAD_DIM == 128;
+  static constexpr bool kPrefetchRowStats = BLOCK_M == 64 && kKRegBlocks <= 2 && !kStatsInMma;
   // setmaxnreg budgets. The CTA's pool is what the launch allocated: 168 per
   // thread (__launch_bounds__(384, 1): 65536 / 384, rounded down to 8) x 384 =
   // 64512. An increase waits until the pool has the registers, so the budgets
@@ -795,13 +782,11 @@ __device__ void run_dq_half_writer(const KernelParams<Cfg>& kp, SharedStorage<Cf
 // One product into a fresh accumulator, acc = A B over the k blocks, issued as
 // one wgmma batch: committed, not waited for (S^T, dP^T and dQ; dV and dK
 // accumulate across visits and issue their own).
-// (kOntoAcc: acc += A B instead, onto what the accumulator holds. kArrive false:
-// the caller's warpgroup_arrive covers this batch too.)
-template <bool kOntoAcc = false, bool kArrive = true, class Mma, class TA, class TB, class Acc>
+template <class Mma, class TA, class TB, class Acc>
 __device__ __forceinline__ void issue_product(Mma& mma, const TA& tA, const TB& tB, Acc& acc) {
   warpgroup_fence_operand(acc);
-  if constexpr (kArrive) warpgroup_arrive();
-  mma.accumulate_ = kOntoAcc ? GMMA::ScaleOut::One : GMMA::ScaleOut::Zero;
+  warpgroup_arrive();
+  mma.accumulate_ = GMMA::ScaleOut::Zero;
   CUTE_UNROLL
   for (int k = 0; k < size<2>(tA); ++k) {
     cute::gemm(mma, tA(_, _, k), tB(_, _, k), acc);
@@ -820,20 +805,20 @@ struct NoStatsBlock {};
 // B = tStats, added last (after the other k blocks, where the accumulator is no
 // larger than the product). One batch; issue_product when there is neither. With
 // kRegBlocks 0, tAr and tBr are not read.
-template <int kRegBlocks, bool kOntoAcc = false, class MmaR, class TAr, class TBr, class Mma, class TA, class TB,
-          class Acc, class TO = NoStatsBlock, class TS = NoStatsBlock>
+template <int kRegBlocks, class MmaR, class TAr, class TBr, class Mma, class TA, class TB, class Acc,
+          class TO = NoStatsBlock, class TS = NoStatsBlock>
 __device__ __forceinline__ void issue_product_split(MmaR& mma_r, TAr& tAr, const TBr& tBr, Mma& mma, const TA& tA,
                                                     const TB& tB, Acc& acc, TO&& tOnes = {}, const TS& tStats = {}) {
   constexpr bool kStatsBlock = !std::is_same_v<std::decay_t<TO>, NoStatsBlock>;
   if constexpr (kRegBlocks == 0 && !kStatsBlock) {
-    issue_product<kOntoAcc>(mma, tA, tB, acc);
+    issue_product(mma, tA, tB, acc);
   } else {
     warpgroup_fence_operand(acc);
     if constexpr (kRegBlocks > 0) warpgroup_fence_operand(tAr);
     if constexpr (kStatsBlock) warpgroup_fence_operand(tOnes);
     warpgroup_arrive();
-    mma_r.accumulate_ = kOntoAcc ? GMMA::ScaleOut::One : GMMA::ScaleOut::Zero;
-    mma.accumulate_ = kOntoAcc ? GMMA::ScaleOut::One : GMMA::ScaleOut::Zero;
+    mma_r.accumulate_ = GMMA::ScaleOut::Zero;
+    mma.accumulate_ = GMMA::ScaleOut::Zero;
     CUTE_UNROLL
     for (int k = 0; k < size<2>(tA); ++k) {
       if (k < kRegBlocks) {
@@ -936,8 +921,6 @@ __device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
   }();
   uint32_t count = 0, kv_count = 0;
   const unsigned long long timeout_ns = pipeline_timeout_ns(p);
-  // kStatsInAcc: S^T starts from -LSE / scale = -(LSE log2 e) / (scale log2 e).
-  const float neg_inv_scale_log2 = -1.f / p.softmax_scale_log2;
   for (;; ++count) {
     const int s = count % Cfg::kStages;
     mbar_wait(&ss.full[s], (count / Cfg::kStages) & 1, timeout_ns);
@@ -1023,27 +1006,6 @@ __device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
                                               mma_sdp, tSrK, tSrQ, acc_s, tSrOnesLse, tSrStats(_, _, 0));
         issue_product_split<0>(mma_s_regs, tSrKr, tSrStats, mma_sdp, tSrV, tSrDo, acc_dp, tSrOnesD,
                                tSrStats(_, _, 0));
-      } else if constexpr (Cfg::kStatsInAcc) {
-        // Column pair j of this thread's fragment: elements 4j, 4j + 1 and, in the
-        // other row half, 4j + 2, 4j + 3 (see the exp2 loop below).
-        CUTE_UNROLL
-        for (int j = 0; j < Cfg::BLOCK_M / 8; ++j) {
-          const int col = get<1>(cSt(4 * j));
-          const float2 l = *reinterpret_cast<const float2*>(lse + col);
-          const float2 d = *reinterpret_cast<const float2*>(dsum + col);
-          acc_s(4 * j) = acc_s(4 * j + 2) = l.x * neg_inv_scale_log2;
-          acc_s(4 * j + 1) = acc_s(4 * j + 3) = l.y * neg_inv_scale_log2;
-          acc_dp(4 * j) = acc_dp(4 * j + 2) = -d.x;
-          acc_dp(4 * j + 1) = acc_dp(4 * j + 3) = -d.y;
-        }
-        warpgroup_fence_operand(acc_s);
-        warpgroup_fence_operand(acc_dp);
-        issue_product_split<Cfg::kKRegBlocks, true>(mma_s_regs, tSrKr, desc64(ops_s_regs.partition_fragment_B(sQ)),
-                                                    mma_sdp, tSrK, tSrQ, acc_s);
-        // No second wgmma fence: with one, ptxas moved the dP^T accumulator's
-        // writes after the first and then waited for S^T to complete before
-        // issuing dP^T (SASS). One fence keeps every write before both.
-        issue_product<true, false>(mma_sdp, tSrV, tSrDo, acc_dp);
       } else {
         issue_product_split<Cfg::kKRegBlocks>(mma_s_regs, tSrKr, desc64(ops_s_regs.partition_fragment_B(sQ)),
                                               mma_sdp, tSrK, tSrQ, acc_s);
@@ -1089,7 +1051,7 @@ __device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
           if (masked) acc_s(i) = -INFINITY;
         }
       }
-      if constexpr (Cfg::kStatsInMma || Cfg::kStatsInAcc) {
+      if constexpr (Cfg::kStatsInMma) {
         CUTE_UNROLL
         for (int i = 0; i < size(acc_s); ++i) acc_s(i) = fast_exp2(acc_s(i) * p.softmax_scale_log2);
       } else {
@@ -1120,7 +1082,7 @@ __device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
     __nv_bfloat162* ds_pairs = reinterpret_cast<__nv_bfloat162*>(raw_pointer_cast(ds_bf16.data()));
     CUTE_UNROLL
     for (int i = 0; i < size(acc_dp); i += 2) {
-      if constexpr (Cfg::kStatsInMma || Cfg::kStatsInAcc) {  // acc_dp holds dP^T - D already
+      if constexpr (Cfg::kStatsInMma) {  // acc_dp holds dP^T - D already
         ds_pairs[i / 2] = __floats2bfloat162_rn(acc_s(i) * acc_dp(i), acc_s(i + 1) * acc_dp(i + 1));
       } else {
         const float2 d = stat_pair(dsum2, dsum, i);
