@@ -6,7 +6,10 @@
 # after IDLE seconds of rest (default 3), timed for about SECONDS (default 3; dashc: REPS repetitions, default 300,
 # each a whole backward and a main kernel alone). Every step carries an NVML reading. Output: $OUT/sustain/*.json
 # and a table (bench/scripts/summarize-sustain.py): the first steps' median ("rested"), the last third's
-# ("sustained"), power and clock.
+# ("sustained"), power and clock, and the board's energy per backward over the series.
+# PROVIDERS (space-separated) replaces the four: fa4-gapless and fa4-det-gapless time FA4 with two steps queued
+# ahead of the GPU, as a training loop runs (sustain_fa4.py's "gapless"), where fa4 and fa4-det wait for each step
+# as anchors.py does, the GPU idling while Python launches the next.
 # FA4 travels as in fa4-interleaved-run.sh: `PART=park bash bench/scripts/fa4-bench-run.sh` carrying target/fa4A
 # first, then this script on the warm machine carrying target/fa4B, target/dashc-dev and target/cutlass-wheel.
 # FA4=0 times dashc only.
@@ -32,15 +35,16 @@ echo "built at ${SECONDS}s"
 n=0
 for row in "${rows[@]}"; do
   read -r hd mask seqlen schedule <<< "$row"
-  providers=(fa4-det fa4 dashc-det dashc-atomic)
+  read -ra providers <<< "${PROVIDERS:-fa4-det fa4 dashc-det dashc-atomic}"
   [ "${FA4:-1}" = 1 ] || providers=(dashc-det dashc-atomic)
   k=${#providers[@]}
   for i in $(seq 0 $((k - 1))); do
     p=${providers[$(((i + n) % k))]}
     name=$hd-$mask-$seqlen-$p
     case $p in
-      fa4*) FA4_SITE=/tmp/site timeout 120 python3 bench/scripts/sustain_fa4.py $hd $mask $seqlen $p ${IDLE:-3} \
-              ${SECONDS_PER_RUN:-3} $R/$name.json > $R/$name.log 2>&1 || echo "failed $name" ;;
+      fa4*) FA4_SITE=/tmp/site timeout 120 python3 bench/scripts/sustain_fa4.py $hd $mask $seqlen ${p%-gapless} \
+              ${IDLE:-3} ${SECONDS_PER_RUN:-3} $R/$name.json $([ "${p%-gapless}" != "$p" ] && echo gapless) \
+              > $R/$name.log 2>&1 || echo "failed $name" ;;
       dashc-*) g=/tmp/sustain-$hd-$mask-$seqlen-${p#dashc-}
                (cd $g && timeout 120 ./harness schedule.txt --no-check --reps ${REPS:-300} --warmup 2 --repeat-runs 2 \
                  --idle-ms $((${IDLE:-3} * 1000))) > $R/$name.json 2> $R/$name.log || echo "failed $name" ;;

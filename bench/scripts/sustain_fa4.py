@@ -9,9 +9,15 @@ reading per step (SM clock, board power, power or thermal limit), in the same fo
 
 Usage (FA4_SITE names the folder FA4 was installed into with pip --target, e.g. /tmp/site; its .pth files
 count, as with site.addsitedir):
-  python3 sustain_fa4.py HDIM MASK SEQLEN PROVIDER IDLE_S SECONDS OUT.json
+  python3 sustain_fa4.py HDIM MASK SEQLEN PROVIDER IDLE_S SECONDS OUT.json [gapless]
 PROVIDER is fa4 or fa4-det. The row's shape follows anchors.py (16384 tokens, hidden 2048). The first call
 compiles FA4's kernels; the GPU then rests IDLE_S seconds, runs two warmup steps and times steps for SECONDS.
+
+By default each step is timed as anchors.py times it: launched, then waited for, so that the GPU idles while Python
+launches the next step (and between the step's own kernels while Python launches them). With "gapless" the host
+keeps two steps queued ahead of the GPU, as a training loop does, and each step's time runs from the end of the one
+before: the GPU never waits for Python. Either way the board's energy over the timed steps is recorded ("energy":
+joules, steps, wall seconds), the energy of the idle gaps included.
 """
 import ctypes
 import json
@@ -54,9 +60,21 @@ class Nvml:
         limited = int(bool(why.value & (0x4 | 0x8 | 0x20 | 0x40 | 0x80))) if ok_why else None
         return (mhz.value if ok_clock else None), (mw.value / 1000.0 if ok_power else None), limited
 
+    def energy_mj(self):
+        """The board's energy counter in mJ (since the driver loaded), or None."""
+        if self.dev is None:
+            return None
+        mj = ctypes.c_ulonglong()
+        try:
+            ok = self.lib.nvmlDeviceGetTotalEnergyConsumption(self.dev, ctypes.byref(mj)) == 0
+        except AttributeError:
+            return None
+        return mj.value if ok else None
+
 
 def main():
     hdim, mask, seqlen, provider, idle_s, seconds, out = sys.argv[1:8]
+    gapless = sys.argv[8:9] == ["gapless"]
     hdim, seqlen, idle_s, seconds = int(hdim), int(seqlen), float(idle_s), float(seconds)
     causal = mask == "causal"
     from flash_attn.cute import flash_attn_func
@@ -80,19 +98,45 @@ def main():
         step()
     torch.cuda.synchronize()
     reps = []
+    mj_start = nvml.energy_mj()
     start = time.time()
-    while time.time() - start < seconds:
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        step()
-        b.record()
-        mhz, watts, limited = nvml.read() if not b.query() else (None, None, None)
+    if not gapless:
+        while time.time() - start < seconds:
+            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            a.record()
+            step()
+            b.record()
+            mhz, watts, limited = nvml.read() if not b.query() else (None, None, None)
+            torch.cuda.synchronize()
+            reps.append([a.elapsed_time(b), mhz, watts, limited])
+    else:
+        # ends[i] records where step i ends; step i's time runs from ends[i - 1] (the first from its own start).
+        # The host waits only for the step two back, so two steps are always queued ahead of the GPU.
+        ends = [torch.cuda.Event(enable_timing=True)]
+        ends[0].record()
+        readings = []
+        while time.time() - start < seconds:
+            step()
+            e = torch.cuda.Event(enable_timing=True)
+            e.record()
+            ends.append(e)
+            if len(ends) > 3:
+                ends[-3].synchronize()
+            # Taken while step i or the one before it runs (none if the GPU has finished both): the readings
+            # serve the series' medians, not one step.
+            readings.append(nvml.read() if not ends[-1].query() else (None, None, None))
         torch.cuda.synchronize()
-        reps.append([a.elapsed_time(b), mhz, watts, limited])
+        reps = [[ends[i].elapsed_time(ends[i + 1]), *readings[i]] for i in range(len(ends) - 1)]
+    torch.cuda.synchronize()
+    wall_s = time.time() - start
+    mj_end = nvml.energy_mj()
+    energy = None
+    if mj_start is not None and mj_end is not None and mj_end >= mj_start:
+        energy = dict(joules=(mj_end - mj_start) / 1000.0, backwards=len(reps), wall_s=wall_s)
     flops = 4.0 * batch * heads * seqlen * seqlen * hdim * 2.5 * (0.5 if causal else 1.0)
     with open(out, "w") as fh:
         json.dump(dict(provider=provider, hdim=hdim, mask=mask, seqlen=seqlen, flops=flops, idle_s=idle_s,
-                       total_reps=reps), fh)
+                       gapless=gapless, total_reps=reps, energy=energy), fh)
 
 
 if __name__ == "__main__":

@@ -337,6 +337,7 @@ class ClockSampler {
     auto by_bus = reinterpret_cast<int (*)(const char*, void**)>(dlsym(lib_, "nvmlDeviceGetHandleByPciBusId_v2"));
     clock_ = reinterpret_cast<int (*)(void*, int, unsigned*)>(dlsym(lib_, "nvmlDeviceGetClockInfo"));
     power_ = reinterpret_cast<int (*)(void*, unsigned*)>(dlsym(lib_, "nvmlDeviceGetPowerUsage"));
+    energy_ = reinterpret_cast<int (*)(void*, unsigned long long*)>(dlsym(lib_, "nvmlDeviceGetTotalEnergyConsumption"));
     reasons_ = reinterpret_cast<int (*)(void*, unsigned long long*)>(
         dlsym(lib_, "nvmlDeviceGetCurrentClocksEventReasons"));
     if (!reasons_)  // the name before NVML 12.2
@@ -371,6 +372,10 @@ class ClockSampler {
     if (state == cudaErrorNotReady && cudaPeekAtLastError() == cudaErrorNotReady) (void)cudaGetLastError();
     return state == cudaErrorNotReady;
   }
+  // The board's energy counter (mJ since the driver loaded), or false where NVML has none.
+  // NVML integrates sampled power (not every millisecond is sampled), so only the
+  // difference over a steady series of seconds says much.
+  bool energy_mj(unsigned long long& mj) const { return device_ && energy_ && energy_(device_, &mj) == 0; }
   // One sample of the timed backward whose end `done` records, kept for "clocks".
   void sample(cudaEvent_t done) {
     Reading r;
@@ -398,6 +403,7 @@ class ClockSampler {
   int (*clock_)(void*, int, unsigned*) = nullptr;
   int (*power_)(void*, unsigned*) = nullptr;
   int (*reasons_)(void*, unsigned long long*) = nullptr;
+  int (*energy_)(void*, unsigned long long*) = nullptr;
   int (*shutdown_)() = nullptr;
   std::vector<float> sm_mhz_, watts_;
   int limited_ = 0;
@@ -735,6 +741,7 @@ int main(int argc, char** argv) {
     ClockSampler::Reading reading;
   };
   std::vector<MainRep> main_reps;
+  std::string energy_json = "null";  // the timed series' energy, where NVML reads it
   // One main kernel alone, from its own start (the preprocess before it, the postprocess after it), in ms.
   auto main_alone_ms = [&] {
     launch_pre();
@@ -772,6 +779,15 @@ int main(int argc, char** argv) {
       t_total.push_back(ms);
     };
     auto time_main = [&] { t_main.push_back(main_alone_ms()); };
+    // The board's energy over the timed series (every repetition is two whole
+    // backwards: the timed one and the one around the main kernel alone), for the
+    // energy per backward: under sustained load the board runs at its power limit,
+    // and the energy a backward takes sets its speed there (bench/NOTES.md, runs
+    // 138-142).
+    CHECK_CUDA(cudaDeviceSynchronize());
+    unsigned long long mj_start = 0, mj_end = 0;
+    const bool have_energy = clocks.energy_mj(mj_start);
+    const auto wall_start = std::chrono::steady_clock::now();
     for (int i = 0; i < args.reps; ++i) {
       if (i % 2 == 0) {
         time_total();
@@ -780,6 +796,14 @@ int main(int argc, char** argv) {
         time_main();
         time_total();
       }
+    }
+    CHECK_CUDA(cudaDeviceSynchronize());
+    const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+    if (have_energy && clocks.energy_mj(mj_end) && mj_end >= mj_start) {
+      char buf[160];
+      std::snprintf(buf, sizeof buf, "{\"joules\":%s,\"backwards\":%d,\"wall_s\":%s}",
+                    json_num((mj_end - mj_start) * 1e-3).c_str(), 2 * args.reps, json_num(wall_s).c_str());
+      energy_json = buf;
     }
     timed_out = !spin_ok();
   }
@@ -885,7 +909,7 @@ int main(int argc, char** argv) {
       "\"tflops\":{\"total\":%s,\"main\":%s},"
       "\"check\":{\"ran\":%s,\"rel_l2_dq\":%s,\"rel_l2_dk\":%s,\"rel_l2_dv\":%s,\"tolerance\":%g},"
       "\"finite\":%s,\"poison_ok\":%s,\"repeatable\":%s,\"repeat_runs\":%d,"
-      "\"main_kernel\":{\"registers\":%d,\"local_bytes\":%zu,\"smem_bytes\":%d},\"clocks\":%s,\"placement_trials\":%s,"
+      "\"main_kernel\":{\"registers\":%d,\"local_bytes\":%zu,\"smem_bytes\":%d},\"clocks\":%s,\"energy\":%s,\"placement_trials\":%s,"
       "\"main_reps\":[%s],\"total_reps\":[%s],"
       "\"spin_error\":{\"code\":%d,\"unit\":%d,\"bh\":%d,\"q_tile\":%d,\"wanted_rank\":%d,\"seen\":%d}}\n",
       status.c_str(), sf.name.c_str(), config::kVariantName, prop.name, prop.multiProcessorCount, kMainLoopName,
@@ -897,7 +921,7 @@ int main(int argc, char** argv) {
       do_check && !timed_out ? "true" : "false", json_num(e_dq.rel_l2).c_str(), json_num(e_dk.rel_l2).c_str(),
       json_num(e_dv.rel_l2).c_str(), tol, finite ? "true" : "false", poison_ok ? "true" : "false",
       repeatable ? "true" : "false", args.repeat_runs, main_attr.numRegs, main_attr.localSizeBytes,
-      MainLoop::kSmemBytes, clocks.json().c_str(), placement_json.c_str(), main_reps_json.c_str(), total_reps_json.c_str(), spin.code, spin.unit, spin.bh, spin.q_tile, spin.wanted_rank, spin.seen_value);
+      MainLoop::kSmemBytes, clocks.json().c_str(), energy_json.c_str(), placement_json.c_str(), main_reps_json.c_str(), total_reps_json.c_str(), spin.code, spin.unit, spin.bh, spin.q_tile, spin.wanted_rank, spin.seen_value);
   if (timed_out && spin.code == 3) {
     std::fprintf(stderr, "error: the main kernel's shared memory starts at 0x%x, not 1 KiB aligned; nothing ran\n",
                  (unsigned)spin.seen_value);
