@@ -7,7 +7,9 @@
 # schedules and builds in reverse (runs 87-89 predate this and ran dashc in the usual order every round).
 # Environment: SEQLENS (default 8192,16384), MASKS (dashc's masks, default full,causal; FA4 always times both),
 # SCHEDULES, BENCH_FLAGS (more `dashc bench` flags, e.g. --split-tail), REPS, ROUNDS, FIRST_ROUND (the number of the first round, so that a later call on the same machine
-# continues the numbering), FA4=0 (dashc only), LAST_ROUND_BEFORE (no round starts after this many seconds).
+# continues the numbering), FA4=0 (dashc only), LAST_ROUND_BEFORE (no round starts after this many seconds),
+# FA4_GAPLESS=1 (FA4 timed by bench/scripts/fa4_rows.py instead of anchors.py: anchors.py's way and gapless, the host
+# two steps ahead of the GPU as in training, both in one process; its anchors.json has both).
 # The FA4 wheels travel as in bench/scripts/fa4-bench-run.sh: first `PART=park bash bench/scripts/fa4-bench-run.sh`
 # carrying target/fa4A, then this script, on the still warm machine, carrying target/fa4B, target/dashc-dev and
 # target/cutlass-wheel (bench/results moved out of the working tree for both calls: 64 MiB limit). FA4 is
@@ -24,8 +26,10 @@ SMI=$!
 fa4() {
   mkdir -p $R/fa4-round$1
   echo "round $1 fa4 start ${SECONDS}s" >> $R/events.txt
+  local script=$REPO/target/fa4B/anchors.py
+  [ "${FA4_GAPLESS:-0}" = 1 ] && script=$REPO/bench/scripts/fa4_rows.py
   (cd $R/fa4-round$1 && SEQLENS=${SEQLENS:-8192,16384} PROVIDERS=fa4-det,fa4 REPS=${REPS:-20} RESULTS_DIR=. timeout ${FA4_LIMIT:-200} \
-    python3 -c "import site,runpy; site.addsitedir('/tmp/site'); runpy.run_path('$REPO/target/fa4B/anchors.py', run_name='__main__')" \
+    python3 -c "import site,runpy; site.addsitedir('/tmp/site'); runpy.run_path('$script', run_name='__main__')" \
     > fa4.log 2>&1)
 }
 dashc() {

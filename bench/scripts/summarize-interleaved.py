@@ -1,20 +1,24 @@
 #!/usr/bin/env python3
 """Table of an interleaved FA4/dashc run (bench/scripts/fa4-interleaved-run.sh): per row, the best deterministic
 and atomic schedule by the mean over rounds of the whole backward's TFLOPS (among the schedules measured in the
-most rounds of that row), every round's value, and FA4's.
+most rounds of that row), every round's value, and FA4's. Where FA4 was also timed gapless (fa4_rows.py: providers
+fa4-det-gapless and fa4-gapless, the host two steps ahead of the GPU), a second pair of tables compares dashc with
+those, by the medians and by the fastest steps.
 Usage: python3 bench/scripts/summarize-interleaved.py RAW_DIR (the unpacked raw.tgz's raw/ folder; the run script
 calls it on its own raw/ at the end). Rows that dashc did not bench are left out of the table."""
 import glob, json, statistics as st, sys
 
 raw = sys.argv[1]
 runs = {}  # (hd, mask, seqlen) -> name -> [TFLOPS per round]
-fastest = {}  # the same, dashc's fastest repetitions
+fastest = {}  # the same, dashc's fastest repetitions (and FA4's, where its file keeps them: fa4_rows.py)
 for f in sorted(glob.glob(raw + '/fa4-round*/anchors.json')):
     d = json.load(open(f))
     for r in (d if isinstance(d, list) else d.get('results', [])):
         if r.get('tflops'):
             key = (r['hdim'], 'causal' if r['causal'] else 'full', r['seqlen'])
             runs.setdefault(key, {}).setdefault(r['provider'], []).append(r['tflops'])
+            if r.get('ms_min'):
+                fastest.setdefault(key, {}).setdefault(r['provider'], []).append(r['tflops'] * r['ms'] / r['ms_min'])
 for f in sorted(glob.glob(raw + '/dashc-round*/bench-*.json')):
     for c in json.load(open(f))['configs']:
         key = (c['head_dim'], c['mask'], c['seqlen'])
@@ -72,6 +76,26 @@ for key in sorted(runs, key=lambda k: (k[1] != 'full', k[0], k[2])):
     e = runs[key]
     print(f'- hd{key[0]} {key[1]} {key[2]}: ' + ', '.join(f'{k} {st.mean(v):.1f}' for k, v in sorted(e.items())))
 
+gapless = [k for k in sorted(runs, key=lambda k: (k[1] != 'full', k[0], k[2]))
+           if 'fa4-gapless' in runs[k] and any(n.startswith('det ') for n in runs[k])]
+if gapless:
+    for title, table in (('medians', runs), ('fastest steps', fastest)):
+        print()
+        print(f'dashc deterministic against FA4 timed gapless, by the {title} (TFLOPS of the whole backward; FA4 '
+              'timed as anchors.py times it beside):')
+        print()
+        print('| hd | mask | seqlen | dashc det | FA4 det gapless | FA4 gapless | FA4 det | FA4 | vs FA4 det gapless '
+              '| vs FA4 gapless |')
+        print('|---|---|---|---|---|---|---|---|---|---|')
+        for key in gapless:
+            e = table.get(key, {})
+            if not any(n.startswith('det ') for n in e):
+                continue
+            _, dv = best(e, 'det ')
+            cells = [fmt(e[p]) if p in e else '-' for p in ('fa4-det-gapless', 'fa4-gapless', 'fa4-det', 'fa4')]
+            vs = [pct(dv, e[p]) if p in e else '-' for p in ('fa4-det-gapless', 'fa4-gapless')]
+            print(f'| {key[0]} | {key[1]} | {key[2]} | {fmt(dv)} | ' + ' | '.join(cells + vs) + ' |')
+
 if fastest:
     print()
     print('dashc by each run\'s fastest repetition (TFLOPS of the whole backward; FA4 keeps no such figure):')
@@ -80,6 +104,8 @@ if fastest:
     print('|---|---|---|---|---|---|---|---|')
     for key in sorted(fastest, key=lambda k: (k[1] != 'full', k[0], k[2])):
         e = fastest[key]
+        if not any(n.startswith('det ') for n in e) or not any(n.startswith('atomic ') for n in e):
+            continue
         dn, dv = best(e, 'det ')
         an, av = best(e, 'atomic ')
         print(f'| {key[0]} | {key[1]} | {key[2]} | {dn} | {fmt(dv)} | {an} | {fmt(av)} | '
