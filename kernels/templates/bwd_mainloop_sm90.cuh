@@ -58,6 +58,11 @@
 #ifndef DASHC_STATS_IN_MMA
 #define DASHC_STATS_IN_MMA 1
 #endif
+// dK/dV stored through a dS buffer where one holds both (BwdConfig::kDkvThroughDs;
+// 0 builds the stores through the K/V tiles, for A/B runs).
+#ifndef DASHC_DKV_THROUGH_DS
+#define DASHC_DKV_THROUGH_DS 1
+#endif
 #include <cute/tensor.hpp>
 #include <cute/arch/copy_sm90_tma.hpp>
 #include <cute/atom/copy_traits_sm90_tma.hpp>
@@ -175,6 +180,14 @@ struct BwdConfig {
   using SmemLayoutQt = decltype(composition(SmemLayoutQ{}, make_layout(Shape<HD, BM>{}, GenRowMajor{})));
   using SmemLayoutKt = decltype(composition(SmemLayoutK{}, make_layout(Shape<HD, BN>{}, GenRowMajor{})));
   using SmemLayoutPt = decltype(composition(SmemLayoutP{}, make_layout(Shape<BN, BM>{}, GenRowMajor{})));
+  // dK_j/dV_j leave through a dS buffer instead of the K_j/V_j tiles where one
+  // holds both (head dim 64, 128-row tiles: 32 KiB each way). Every dQ product of
+  // the KV tile has completed at its end, so both dS buffers are free there; K_j
+  // and V_j are released at once, and the next KV tile's loads (a DRAM round trip)
+  // run while dK/dV are converted, staged and stored. Through the K/V tiles the
+  // loads waited for the stores to have read them out.
+  static constexpr bool kDkvThroughDs = DASHC_DKV_THROUGH_DS != 0 && kDeferDq && kDsBuffers == 2 &&
+                                        2 * cosize_v<SmemLayoutK> <= cosize_v<SmemLayoutP>;
 
   // The products. S^T and dP^T (BLOCK_N x BLOCK_M over d) and dV, dK (BLOCK_N x d
   // over m): warpgroup w owns KV rows [64w, 64w + 64), and dV/dK take their A
@@ -1302,19 +1315,31 @@ __device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
               make_float4(acc_dv(4 * c), acc_dv(4 * c + 1), acc_dv(4 * c + 2), acc_dv(4 * c + 3));
         }
       } else {
+        // kDkvThroughDs: the products are done with K_j/V_j (the barrier above),
+        // so the producer may load the next KV tile now; dK/dV go out through
+        // dS buffer count % 2 (dK in its first half, dV in its second).
+        if (Cfg::kDkvThroughDs && tid == 0) mbar_arrive(&ss.kv_empty);
+        Element* dk_tile = ss.k;
+        Element* dv_tile = ss.v;
+        if constexpr (Cfg::kDkvThroughDs) {
+          dk_tile = &ss.ds[count % 2][0];
+          dv_tile = dk_tile + cosize_v<typename Cfg::SmemLayoutK>;
+        }
+        Tensor sDk = make_tensor(make_smem_ptr(dk_tile), typename Cfg::SmemLayoutK{});
+        Tensor sDv = make_tensor(make_smem_ptr(dv_tile), typename Cfg::SmemLayoutK{});
         auto store_dkv = make_tiled_copy_C(typename Cfg::StoreAtomDkv{}, mma_dkv);
         auto thr_store = store_dkv.get_thread_slice(tid);
         {
           Tensor out = make_tensor_like<Element>(acc_dk);
           CUTE_UNROLL
           for (int i = 0; i < size(acc_dk); ++i) out(i) = Element(acc_dk(i) * p.softmax_scale);
-          copy(store_dkv, thr_store.retile_S(out), thr_store.partition_D(sK));
+          copy(store_dkv, thr_store.retile_S(out), thr_store.partition_D(sDk));
         }
         {
           Tensor out = make_tensor_like<Element>(acc_dv);
           CUTE_UNROLL
           for (int i = 0; i < size(acc_dv); ++i) out(i) = Element(acc_dv(i));
-          copy(store_dkv, thr_store.retile_S(out), thr_store.partition_D(sV));
+          copy(store_dkv, thr_store.retile_S(out), thr_store.partition_D(sDv));
         }
         fence_async_shared();
         named_sync(kBarConsumers, Cfg::kConsumerThreads);
@@ -1326,12 +1351,16 @@ __device__ void run_consumers(const KernelParams<Cfg>& kp, SharedStorage<Cfg>& s
           Tensor gDv = local_tile(mDv(_, _, head, batch), Shape<BN, HD>{}, make_coord(cur.kv, 0));
           auto tma_dk = kp.tma_dk.get_slice(_0{});
           auto tma_dv = kp.tma_dv.get_slice(_0{});
-          copy(kp.tma_dk, tma_dk.partition_S(sK), tma_dk.partition_D(gDk));
-          copy(kp.tma_dv, tma_dv.partition_S(sV), tma_dv.partition_D(gDv));
+          copy(kp.tma_dk, tma_dk.partition_S(sDk), tma_dk.partition_D(gDk));
+          copy(kp.tma_dv, tma_dv.partition_S(sDv), tma_dv.partition_D(gDv));
           tma_store_arrive();
           tma_store_wait<0>();  // both tiles read out
-          mbar_arrive(&ss.kv_empty);
+          if (!Cfg::kDkvThroughDs) mbar_arrive(&ss.kv_empty);
         }
+        // The dS buffer is read out before any consumer stores dS into it again
+        // (the next KV tile's second visit). The next tile's loads, issued at the
+        // top, take longer than this: the consumers would wait for them anyway.
+        if (Cfg::kDkvThroughDs) named_sync(kBarConsumers, Cfg::kConsumerThreads);
       }
       clear(acc_dk);
       clear(acc_dv);
