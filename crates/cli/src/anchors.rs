@@ -43,6 +43,13 @@ pub const ANCHORS: [Anchor; 24] = [
     Anchor { head_dim: 128, causal: true, seqlen: 16384, batch: 1, fa4: 594.0, fa4_deterministic: 521.0, fa2: 306.0 },
 ];
 
+/// What the anchor columns of a table are, printed under it: the anchors' FA4 steps carry host time that a
+/// training loop's would not (bench/NOTES.md, runs 263-269), which on the short rows is most of the difference.
+pub const ANCHORS_NOTE: &str = "FA4 det / FA4 / FA2: shared/reference/anchors.md (one H200, 2026-11-22), timed by \
+anchors.py, which launches each step from Python and waits for it: the GPU's idle time while Python launches \
+FA4's kernels counts in its step (0.1-0.8 ms). With steps queued ahead of the GPU, as in training, FA4 is close to \
+dashc on the short rows; FA4_GAPLESS=1 bash bench/scripts/fa4-interleaved-run.sh times it both ways (docs/gpu.md).";
+
 /// The anchor row of a configuration, if it is one of the 24.
 pub fn anchor(head_dim: u32, causal: bool, seqlen: u32, batch: u32) -> Option<&'static Anchor> {
     ANCHORS.iter().find(|a| a.head_dim == head_dim && a.causal == causal && a.seqlen == seqlen && a.batch == batch)

@@ -8,7 +8,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
 use crate::agreement::Agreement;
-use crate::anchors::anchor;
+use crate::anchors::{ANCHORS_NOTE, anchor};
 use crate::args::BenchArgs;
 use crate::exit::{CheckFailed, bad_input};
 use crate::gpu::{Clocks, Device, HarnessResult, Target, find_nvcc, kernel_config, prebuild, probe_device};
@@ -160,6 +160,9 @@ pub fn run(args: BenchArgs) -> Result<()> {
     let mean = if rounds > 1 { format!(", TFLOPS the mean of {rounds} rounds") } else { String::new() };
     println!("{} main loop, {} launch{mean}", target.describe(), doc.launch);
     print!("{}", bench_table(&doc.configs, rounds));
+    if doc.configs.iter().any(|c| anchor(c.head_dim, c.mask == "causal", c.seqlen, c.batch).is_some()) {
+        println!("{ANCHORS_NOTE}");
+    }
     println!("\nraw results: {}", path.display());
     let numbered = args.rounds.numbered();
     let failed: Vec<String> = doc
