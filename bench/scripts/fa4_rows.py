@@ -6,8 +6,10 @@ bench/scripts/fa4-gapless-run.sh.
   for, so that the GPU idles while Python launches the next step (and between the step's own kernels while Python
   launches them). Providers fa4-det and fa4.
 - "gapless": 3 warmup steps, then REPS steps with the host two steps ahead of the GPU, as a training loop runs;
-  each step is timed from the end of the one before, so the GPU never waits for Python. Providers fa4-det-gapless
-  and fa4-gapless.
+  each step is timed from the end of the one before, so the GPU never waits for Python (but for the first step,
+  timed from an event recorded before Python launched it: longer, so it never sets the fastest step and moves the
+  median by at most one place).
+  Providers fa4-det-gapless and fa4-gapless.
 
 Per row and provider the two protocols run back to back, in alternating order from row to row. Shapes and FLOPs
 follow anchors.py (16384 tokens, hidden 2048, bf16). Writes anchors.json into RESULTS_DIR (default: the current

@@ -110,7 +110,8 @@ def main():
             torch.cuda.synchronize()
             reps.append([a.elapsed_time(b), mhz, watts, limited])
     else:
-        # ends[i] records where step i ends; step i's time runs from ends[i - 1] (the first from its own start).
+        # ends[i + 1] records where step i ends; step i's time runs from ends[i] (the first step's from an event
+        # recorded before Python launched it, so it includes that launch).
         # The host waits only for the step two back, so two steps are always queued ahead of the GPU.
         ends = [torch.cuda.Event(enable_timing=True)]
         ends[0].record()
