@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """FlashAttention-4's backward on the paper's rows, timed two ways in one process, for
-bench/scripts/fa4-gapless-run.sh.
+bench/scripts/fa4-interleaved-run.sh with FA4_GAPLESS=1.
 
 - "anchors": as ../shared/bench/anchors.py times it: 3 warmup steps, then REPS steps, each launched and waited
   for, so that the GPU idles while Python launches the next step (and between the step's own kernels while Python
