@@ -28,6 +28,9 @@ if os.environ.get("FA4_SITE"):
 
 import torch
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from sustain_fa4 import time_gapless  # noqa: E402  (the gapless loop, shared)
+
 TOTAL, HIDDEN = 16384, 2048
 SEQLENS = [int(s) for s in os.environ.get("SEQLENS", "512,1024,2048,4096,8192,16384").split(",")]
 HDIMS = [int(d) for d in os.environ.get("HDIMS", "64,128").split(",")]
@@ -54,21 +57,11 @@ def time_anchors(step):
     return times
 
 
-def time_gapless(step):
+def time_gapless_reps(step):
     for _ in range(3):
         step()
     torch.cuda.synchronize()
-    ends = [torch.cuda.Event(enable_timing=True)]
-    ends[0].record()
-    for _ in range(REPS):
-        step()
-        e = torch.cuda.Event(enable_timing=True)
-        e.record()
-        ends.append(e)
-        if len(ends) > 3:
-            ends[-3].synchronize()
-    torch.cuda.synchronize()
-    return [ends[i].elapsed_time(ends[i + 1]) for i in range(REPS)]
+    return time_gapless(step, lambda launched: launched < REPS)
 
 
 def main():
@@ -89,7 +82,7 @@ def main():
             def step():
                 return torch.autograd.grad(out, (q, k, v), do, retain_graph=True)
 
-            protocols = [("anchors", time_anchors), ("gapless", time_gapless)]
+            protocols = [("anchors", time_anchors), ("gapless", time_gapless_reps)]
             if n % 2:
                 protocols.reverse()
             for protocol, timer in protocols:

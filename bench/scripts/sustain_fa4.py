@@ -72,6 +72,26 @@ class Nvml:
         return mj.value if ok else None
 
 
+def time_gapless(step, more, after_launch=None):
+    """Times steps with the host two steps ahead of the GPU while more(steps launched) holds; returns each step's
+    time in ms, from the end of the step before (the first step's from an event recorded before Python launched it,
+    so it includes that launch). after_launch(end event of the step just launched) runs after each launch, once the
+    host has waited for the step two back. Shared with fa4_rows.py."""
+    ends = [torch.cuda.Event(enable_timing=True)]
+    ends[0].record()
+    while more(len(ends) - 1):
+        step()
+        e = torch.cuda.Event(enable_timing=True)
+        e.record()
+        ends.append(e)
+        if len(ends) > 3:
+            ends[-3].synchronize()
+        if after_launch is not None:
+            after_launch(e)
+    torch.cuda.synchronize()
+    return [ends[i].elapsed_time(ends[i + 1]) for i in range(len(ends) - 1)]
+
+
 def main():
     hdim, mask, seqlen, provider, idle_s, seconds, out = sys.argv[1:8]
     gapless = sys.argv[8:9] == ["gapless"]
@@ -110,24 +130,12 @@ def main():
             torch.cuda.synchronize()
             reps.append([a.elapsed_time(b), mhz, watts, limited])
     else:
-        # ends[i + 1] records where step i ends; step i's time runs from ends[i] (the first step's from an event
-        # recorded before Python launched it, so it includes that launch).
-        # The host waits only for the step two back, so two steps are always queued ahead of the GPU.
-        ends = [torch.cuda.Event(enable_timing=True)]
-        ends[0].record()
+        # A reading is taken while step i or the one before it runs (none if the GPU has finished both): the
+        # readings serve the series' medians, not one step.
         readings = []
-        while time.time() - start < seconds:
-            step()
-            e = torch.cuda.Event(enable_timing=True)
-            e.record()
-            ends.append(e)
-            if len(ends) > 3:
-                ends[-3].synchronize()
-            # Taken while step i or the one before it runs (none if the GPU has finished both): the readings
-            # serve the series' medians, not one step.
-            readings.append(nvml.read() if not ends[-1].query() else (None, None, None))
-        torch.cuda.synchronize()
-        reps = [[ends[i].elapsed_time(ends[i + 1]), *readings[i]] for i in range(len(ends) - 1)]
+        times = time_gapless(step, lambda _: time.time() - start < seconds,
+                             lambda end: readings.append(nvml.read() if not end.query() else (None, None, None)))
+        reps = [[ms, *reading] for ms, reading in zip(times, readings)]
     torch.cuda.synchronize()
     wall_s = time.time() - start
     mj_end = nvml.energy_mj()
