@@ -235,6 +235,10 @@ pub struct CostArgs {
     /// before its epilogue (the sm90 main loop's deferred dQ)
     #[arg(long)]
     pub dq_deferred: bool,
+    /// With --dq-writers N >= 1: the next K/V load runs beside the dK/dV epilogue, so a
+    /// move to another KV tile of the CTA costs max(--unit-finish, --unit-start) (the sm90 loop at head dim 64)
+    #[arg(long)]
+    pub kv_load_overlap: bool,
     /// Per-unit start overhead (load K, V)
     #[arg(allow_negative_numbers = true, long, default_value_t = 0.0, value_name = "T")]
     pub unit_start: f64,
@@ -245,7 +249,7 @@ pub struct CostArgs {
     #[arg(allow_negative_numbers = true, long, value_name = "R")]
     pub dkv_reduce: Option<f64>,
     /// Calibrated costs (µs) from `dashc calibrate` (docs/calibration.md); replace the flags above
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["compute", "compute_partial", "scale_by_fraction", "reduce", "handoff", "poll", "kernel_epilogues", "dq_writers", "dq_deferred", "unit_start", "unit_finish", "dkv_reduce"])]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["compute", "compute_partial", "scale_by_fraction", "reduce", "handoff", "poll", "kernel_epilogues", "dq_writers", "dq_deferred", "kv_load_overlap", "unit_start", "unit_finish", "dkv_reduce"])]
     pub costs: Option<PathBuf>,
 }
 
@@ -312,7 +316,7 @@ pub struct GanttArgs {
 }
 
 /// The simulation flags that a timeline file replaces.
-const GANTT_SHAPE_FLAGS: [&str; 39] = [
+const GANTT_SHAPE_FLAGS: [&str; 40] = [
     "batch",
     "heads",
     "kv_heads",
@@ -347,6 +351,7 @@ const GANTT_SHAPE_FLAGS: [&str; 39] = [
     "kernel_epilogues",
     "dq_writers",
     "dq_deferred",
+    "kv_load_overlap",
     "unit_start",
     "unit_finish",
     "dkv_reduce",

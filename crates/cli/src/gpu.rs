@@ -130,14 +130,32 @@ impl Target {
 /// A costs file describes the main loop it was calibrated on (`dq_writers`: the portable loop's 0, the sm90 loop's
 /// writers); predicting the other loop's runs with it would be silently wrong, so a GPU command refuses (exit 2).
 /// Likewise a file of the sm90 loop from before its deferred dQ (`dq_deferred` false), for the tiles (`block_m`)
-/// that defer it.
-pub fn check_costs_main_loop(costs: &schedulers::CostModel, path: &Path, target: &Target, block_m: u32) -> Result<()> {
+/// that defer it, and one from before its K/V load beside the dK/dV epilogue (`kv_load_overlap`, head dim 64):
+/// its costs may be right, but the simulator would time the old epilogue. (`validate --from-raw` does not ask:
+/// there the costs file says which kernel the measurements are of.)
+pub fn check_costs_main_loop(
+    costs: &schedulers::CostModel,
+    path: &Path,
+    target: &Target,
+    block_m: u32,
+    head_dim: u32,
+) -> Result<()> {
     if costs.dq_writers == target.main_loop.dq_writers() {
         if costs.dq_deferred != target.main_loop.dq_deferred(block_m) {
             return Err(bad_input(format!(
                 "costs file {} was calibrated on the sm90 main loop before its deferred dQ (it has no \
                  \"dq_deferred\": true); calibrate again with this dashc",
                 path.display()
+            )));
+        }
+        let overlap = target.main_loop.kv_load_overlap(block_m, head_dim);
+        if costs.kv_load_overlap != overlap {
+            return Err(bad_input(format!(
+                "costs file {} (head dim {head_dim}) says \"kv_load_overlap\": {}, but this dashc's sm90 kernel \
+                 {} the next K/V beside the dK/dV epilogue; calibrate again with this dashc",
+                path.display(),
+                costs.kv_load_overlap,
+                if overlap { "loads" } else { "does not load" }
             )));
         }
         return Ok(());

@@ -151,6 +151,7 @@ impl Setup {
             kernel_epilogues: c.kernel_epilogues,
             dq_writers: c.dq_writers,
             dq_deferred: c.dq_deferred,
+            kv_load_overlap: c.kv_load_overlap,
             unit_start: c.unit_start,
             unit_finish: c.unit_finish,
             dkv_reduce: c.dkv_reduce.unwrap_or(c.reduce),

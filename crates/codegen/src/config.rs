@@ -66,6 +66,14 @@ impl MainLoop {
         self == MainLoop::Sm90 && block_m != 80
     }
 
+    /// Whether the next K/V load runs beside the dK/dV epilogue (`CostModel::kv_load_overlap`): the sm90 loop's
+    /// `kDkvThroughDs`, where one of the two dS buffers (block_n x block_m) holds dK and dV (two block_n x
+    /// head_dim tiles), so K/V go back to the producer before the epilogue. Head dim 64 at 128-row tiles; not at
+    /// head dim 128 (64-row tiles), nor without the deferred dQ's second dS buffer.
+    pub fn kv_load_overlap(self, block_m: u32, head_dim: u32) -> bool {
+        self.dq_deferred(block_m) && 2 * head_dim <= block_m
+    }
+
     /// The launch the GPU commands use with this main loop when none is asked for. The sm90 loop's persistent
     /// launch measured faster than its in-order one on 22 of the paper's 24 configurations, whole backward
     /// (bench/NOTES.md runs 57-60: by 0.1% to 8.5%; the other two, hd128 causal 8192 and 16384, 0.7% to 1% slower,

@@ -248,6 +248,34 @@ fn the_cost_models_dq_writer_count_is_the_sm90_templates_writer_count() {
 }
 
 #[test]
+fn the_cost_models_kv_load_overlap_is_the_sm90_templates_dkv_through_ds() {
+    // The template stores dK/dV through a dS buffer, and frees K/V before that epilogue, where two K tiles fit in
+    // one dS buffer with the deferred dQ's two buffers; the cost model's `kv_load_overlap` must follow the same
+    // rule, or the simulator times the other epilogue.
+    let (_, source) = crate::templates::EMBEDDED
+        .iter()
+        .find(|(name, _)| *name == "bwd_mainloop_sm90.cuh")
+        .expect("the sm90 template is embedded");
+    let rule: String = source
+        .split("static constexpr bool kDkvThroughDs =")
+        .nth(1)
+        .and_then(|rest| rest.split(';').next())
+        .expect("the sm90 template declares kDkvThroughDs")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert_eq!(
+        rule,
+        "DASHC_DKV_THROUGH_DS != 0 && kDeferDq && kDsBuffers == 2 && 2 * cosize_v<SmemLayoutK> <= cosize_v<SmemLayoutP>"
+    );
+    // SmemLayoutK is block_n x head_dim, SmemLayoutP block_n x block_m: the rule is 2 * head_dim <= block_m.
+    for (head_dim, block_m, overlap) in [(64, 128, true), (128, 64, false), (128, 80, false), (64, 64, false)] {
+        assert_eq!(MainLoop::Sm90.kv_load_overlap(block_m, head_dim), overlap, "hd{head_dim} m{block_m}");
+        assert!(!MainLoop::Sm80.kv_load_overlap(block_m, head_dim));
+    }
+}
+
+#[test]
 fn eighty_row_tiles_are_the_sm90_loops_full_mask_tile_at_head_dim_128() {
     let mut c = sm90_config(128, KernelMask::Full, true);
     c.block_m = 80;

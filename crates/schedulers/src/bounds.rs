@@ -24,7 +24,7 @@ pub fn decoupled_critical_path(problem: &Problem, order: &Order, costs: &CostMod
         };
         for (i, v) in unit.visits.iter().enumerate() {
             if costs.kernel_epilogues && i > 0 && unit.visits[i - 1].kv != v.kv {
-                t += costs.unit_finish() + costs.unit_start();
+                t += costs.kv_move();
             }
             t += costs.compute(v.fraction());
             // Deferred dQ: the previous task of this KV tile reaches its writer now; a tile's last one at once.
@@ -71,8 +71,10 @@ impl Bounds {
         let mut longest: f64 = 0.0;
         // With decoupled writers the adds run beside the compute and take none of the SM's compute time.
         let reduce = if costs.decoupled() { 0.0 } else { costs.reduce() };
+        // Under `kv_load_overlap` a persistent CTA loads a unit beside its previous one's epilogue.
+        let overhead = costs.unit_overhead(schedule.machine().launch == crate::LaunchPolicy::Persistent);
         for unit in schedule.units() {
-            let mut work = costs.unit_start() + costs.unit_finish();
+            let mut work = overhead;
             for v in &unit.visits {
                 work += costs.compute(v.fraction()) + reduce;
             }

@@ -21,7 +21,9 @@
 //!   unit start stamp says nothing about the load: for a CTA's later units the sample is what the simulator
 //!   charges there, from the previous unit's compute-side end (its unit end without decoupled writers) to this
 //!   unit's first compute start; a CTA's first unit is sampled as in the in-order launch, and there is no
-//!   dispatch gap.
+//!   dispatch gap. Under `kv_load_overlap` that load began during the previous unit's epilogue, which no stamp
+//!   marks: a CTA's later units are not sampled (`dashc calibrate` traces the in-order launch, where every unit
+//!   is a CTA's first).
 //! - `unit_finish`: from the last task's reduce end to the unit's end (writing dK and dV, the last release).
 //!
 //! With these definitions a trace produced by the simulator itself is fitted back to the costs it was
@@ -92,6 +94,10 @@ pub struct Samples {
     /// Whether the traced kernel defers each dQ partial to the next task (`CostModel::dq_deferred`); carried into
     /// the fitted costs.
     pub dq_deferred: bool,
+    /// Whether the traced kernel loads the next K/V beside the dK/dV epilogue (`CostModel::kv_load_overlap`);
+    /// carried into the fitted costs. The stamps then cannot time the load where it overlaps (a move inside a
+    /// unit, a persistent CTA's later units): those samples are left out (see `add_run`).
+    pub kv_load_overlap: bool,
     pub compute_full: Vec<f64>,
     pub compute_partial: Vec<f64>,
     /// The compute of each unit's first task, and whether that tile is partial.
@@ -226,11 +232,18 @@ impl Samples {
                     // The CTA's compute side goes on from its previous unit's end: no dispatch, and its producer
                     // loaded K and V during that unit. Without the compute side's own end (a trace of the sm90
                     // loop always has it) the load cannot be told from the previous unit's last adds.
+                    // Under `kv_load_overlap` the load began before that end, at a moment no stamp marks.
                     let prev = &units[slot.1];
                     earlier_release[ui] = slot.2;
                     slot.1 = ui;
                     slot.2 = slot.2.max(latest(t));
-                    if decoupled { prev.compute_end } else { Some(prev.end) }
+                    if self.kv_load_overlap {
+                        None
+                    } else if decoupled {
+                        prev.compute_end
+                    } else {
+                        Some(prev.end)
+                    }
                 }
                 (false, Some(slot)) => {
                     let gap = t.start - units[slot.1].end;
@@ -382,7 +395,8 @@ impl Samples {
                 // it cannot be told apart from the last add, and the model takes 0.
                 let after_last: Vec<f64> =
                     self.last_compute_to_end.iter().map(|&(c, partial)| (c - compute_of(partial)).max(0.0)).collect();
-                let at_switch: Vec<f64> = match unit_start {
+                // Under `kv_load_overlap` a move shows only the larger of the epilogue and the load.
+                let at_switch: Vec<f64> = match unit_start.filter(|_| !self.kv_load_overlap) {
                     Some(start) => self
                         .kv_switch
                         .iter()
@@ -438,6 +452,7 @@ impl Samples {
             kernel_epilogues: true,
             dq_writers: self.dq_writers,
             dq_deferred: self.dq_deferred,
+            kv_load_overlap: self.kv_load_overlap,
             // A first task faster than later ones would make this negative; the model has no negative costs.
             unit_start: unit_start.max(0.0),
             unit_finish: unit_finish.trimmed_mean,
@@ -712,6 +727,7 @@ mod tests {
             kernel_epilogues: true,
             dq_writers: 0,
             dq_deferred: false,
+            kv_load_overlap: false,
             unit_start: 1.5,
             unit_finish: 0.8,
             dkv_reduce: 2.0,
@@ -737,7 +753,12 @@ mod tests {
     /// The samples of simulated traces of the schedules every fitting test uses: waits (naive, descending on a
     /// causal mask), no waits, and units of two KV tiles (symmetric-shift: epilogues inside a unit).
     fn samples_of_simulated_runs(costs: &CostModel, dq_writers: u32) -> Samples {
-        let mut samples = Samples { dq_writers, dq_deferred: costs.dq_deferred, ..Samples::default() };
+        let mut samples = Samples {
+            dq_writers,
+            dq_deferred: costs.dq_deferred,
+            kv_load_overlap: costs.kv_load_overlap,
+            ..Samples::default()
+        };
         for (kind, mask) in [
             (ScheduleKind::Naive, Mask::Causal),
             (ScheduleKind::Descending, Mask::Causal),
@@ -882,6 +903,33 @@ mod tests {
         let s = schedule_launched(ScheduleKind::Naive, Mask::Causal, &costs, LaunchPolicy::Persistent);
         let a = crate::simulate(&s, &costs, false).unwrap().makespan;
         assert!(close(a, crate::simulate(&s, &got, false).unwrap().makespan));
+    }
+
+    #[test]
+    fn simulated_traces_of_overlapped_kv_loads_give_back_their_costs() {
+        // The sm90 loop at head dim 64: the next K/V load runs beside the dK/dV epilogue. In-order traces (what
+        // `dashc calibrate` takes) time the load at each CTA's start and the epilogue at each unit's compute-side
+        // end; the moves inside symmetric-shift's units show only the larger of the two (the load, 1.5, outlasts
+        // the epilogue, 0.8) and take no part in the fit.
+        let costs =
+            CostModel { dq_writers: 2, dq_deferred: true, kv_load_overlap: true, poll: 0.0, reduce: 3.0, ..truth() };
+        let fit = samples_of_simulated_runs(&costs, 2).fit().unwrap();
+        assert!(fit.costs.kv_load_overlap);
+        assert_sm90_costs_given_back(&fit.costs);
+        let s = schedule(ScheduleKind::SymmetricShift, Mask::Causal, &costs);
+        let a = crate::simulate(&s, &costs, false).unwrap().makespan;
+        assert!(close(a, crate::simulate(&s, &fit.costs, false).unwrap().makespan));
+        let serial = CostModel { kv_load_overlap: false, ..costs };
+        assert!(crate::simulate(&s, &serial, false).unwrap().makespan > a, "the overlap shortens this schedule");
+        // Persistent traces: a CTA's later units start their load before the previous unit's compute-side end,
+        // which no stamp marks; only each CTA's first unit is sampled, and the costs still come back.
+        let mut samples = Samples { dq_writers: 2, dq_deferred: true, kv_load_overlap: true, ..Samples::default() };
+        for (kind, mask) in [(ScheduleKind::Naive, Mask::Causal), (ScheduleKind::Shift, Mask::Full)] {
+            let s = schedule_launched(kind, mask, &costs, LaunchPolicy::Persistent);
+            samples.add_run(&s, &simulated_stamps(&s, &costs).unwrap()).unwrap();
+        }
+        assert_eq!(samples.unit_load.len(), 2 * 10, "one load per CTA (10 SMs) and run");
+        assert_sm90_costs_given_back(&samples.fit().unwrap().costs);
     }
 
     #[test]

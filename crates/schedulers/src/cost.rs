@@ -50,6 +50,14 @@ pub struct CostModel {
     /// loop's deferred dQ (docs/hopper.md). Off: each partial is staged after its own compute.
     #[serde(default)]
     pub dq_deferred: bool,
+    /// With `dq_writers` > 0: the next K/V load runs beside the dK/dV epilogue instead of
+    /// after it. The sm90 main loop does so where dK/dV leave through a free dS buffer (head dim 64 at 128-row
+    /// tiles, `kDkvThroughDs`): K/V go back to the producer as soon as the products are done with them. A move
+    /// to another KV tile of the same CTA (inside a unit, or to the CTA's next unit under the persistent launch)
+    /// then costs the compute side max(`unit_finish`, `unit_start`), not their sum; a CTA's first load still
+    /// follows its dispatch. Off elsewhere.
+    #[serde(default)]
+    pub kv_load_overlap: bool,
     /// Per-unit work before the first task (loading K and V).
     pub unit_start: f64,
     /// Per-unit work after the last task (writing dK and dV).
@@ -95,6 +103,7 @@ impl CostModel {
             kernel_epilogues: false,
             dq_writers: 0,
             dq_deferred: false,
+            kv_load_overlap: false,
             unit_start: 0.0,
             unit_finish: 0.0,
             dkv_reduce: r,
@@ -107,6 +116,19 @@ impl CostModel {
         self.dq_writers > 0
     }
 
+    /// What a move to another KV tile of the same CTA costs the compute side: the dK/dV epilogue and the next
+    /// K/V load, one after the other, or side by side under `kv_load_overlap`.
+    pub fn kv_move(&self) -> f64 {
+        if self.kv_load_overlap { self.unit_finish.max(self.unit_start) } else { self.unit_finish + self.unit_start }
+    }
+
+    /// The least a unit's own load and dK/dV epilogue add to its SM's busy time: `unit_start` + `unit_finish`,
+    /// or under `kv_load_overlap` with the persistent launch, where a CTA's next load runs beside its previous
+    /// unit's epilogue, the larger of the two.
+    pub fn unit_overhead(&self, persistent: bool) -> f64 {
+        if persistent { self.kv_move() } else { self.unit_start + self.unit_finish }
+    }
+
     /// Checks that every cost is finite, not negative and at most [`MAX_COST`], and that there are at most
     /// [`MAX_DQ_WRITERS`] dQ writers.
     pub fn check(&self) -> Result<(), crate::ScheduleError> {
@@ -115,6 +137,9 @@ impl CostModel {
         }
         if self.dq_deferred && self.dq_writers == 0 {
             return Err(crate::ScheduleError::DeferredWithoutWriters);
+        }
+        if self.kv_load_overlap && self.dq_writers == 0 {
+            return Err(crate::ScheduleError::KvLoadOverlapWithoutWriters);
         }
         if let Some(v) = self.variability
             && !(1..=MAX_VARIABILITY_RUNS).contains(&v.runs)

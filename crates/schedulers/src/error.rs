@@ -19,6 +19,11 @@ pub enum ScheduleError {
     #[error("dq-deferred defers the staging of the dQ writers' partials: it needs dq-writers of at least 1 (got 0)")]
     DeferredWithoutWriters,
     #[error(
+        "kv-load-overlap overlaps the next K/V load with the dK/dV epilogue of the dQ writers' loop: it needs \
+         dq-writers of at least 1 (got 0)"
+    )]
+    KvLoadOverlapWithoutWriters,
+    #[error(
         "deadlock on {sms} SMs ({launch} launch): unit {unit} (bh {bh}) waits for rank {rank} of {tile_kind} tile {tile}, \
          whose rank {next} belongs to unit {holder}, which {holder_state}"
     )]

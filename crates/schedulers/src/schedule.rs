@@ -62,7 +62,11 @@ impl Schedule {
         // CTA holds the rank: a schedule that works only that way would hang with fewer writers, so the sequential
         // model must run it too.
         if costs.decoupled() && machine.launch == crate::LaunchPolicy::Persistent {
-            simulate(&schedule, &CostModel { dq_writers: 0, dq_deferred: false, ..*costs }, false)?;
+            simulate(
+                &schedule,
+                &CostModel { dq_writers: 0, dq_deferred: false, kv_load_overlap: false, ..*costs },
+                false,
+            )?;
         }
         let simulation = simulate(&schedule, costs, false)?;
         schedule.validation = Arc::new(Validation { costs: *costs, critical_path: cp, simulation });

@@ -564,8 +564,10 @@ impl DecoupledSm {
 /// unit ends when that is done and its writers have released everything. In the in-order launch a CTA is one unit:
 /// the SM takes the next unit when the unit has ended (as in [`simulate`]). In the persistent launch the CTA's
 /// compute side starts its next unit as soon as its own end is done (`unit_start` later), while the same writers
-/// finish the previous unit's adds beside it, as the kernel's consumers and writer warps do. Multi-head attention
-/// only: the sm90 main loop has no dK/dV reductions (GQA).
+/// finish the previous unit's adds beside it, as the kernel's consumers and writer warps do. Under
+/// `kv_load_overlap` the next K/V load of a move inside the CTA starts with the dK/dV epilogue, and the next
+/// compute waits for the later of the two. Multi-head attention only: the sm90 main loop has no dK/dV reductions
+/// (GQA).
 fn simulate_decoupled(
     schedule: &Schedule,
     costs: &CostModel,
@@ -632,28 +634,32 @@ fn simulate_decoupled(
         end,
     };
 
-    // Starts unit `next` on the SM at `time`: the K/V load, then the compute side is free. A new CTA (in-order
-    // launch, or the first unit of a persistent one) starts with idle writers.
-    let start_unit = |s: &mut DecoupledSm, books: &mut Books, st: &mut SmStats, sm: u32, next: usize, time: f64| {
-        let unit = &units[next];
-        let loaded = time + drawn(costs.unit_start(), Phase::UnitStart, next, 0);
-        books.record(segment(sm, next, unit.visits[0], SegmentKind::Start, time, loaded));
-        st.busy += loaded - time;
-        st.units += 1;
-        books.unit_started(next, sm, time);
-        if s.finished {
-            s.count = 0;
-            s.pending = None;
-            s.held = vec![None; k];
-            s.writer_free = vec![loaded; k];
-            s.parked = vec![false; k];
-        }
-        s.unit = next as u32;
-        s.finished = false;
-        s.compute_free = loaded;
-        s.next_task = 0;
-        s.open.push((next, unit.visits.len(), f64::NAN, loaded));
-    };
+    // Starts unit `next` on the SM: its K/V load from `time`, then the compute side is free, not before
+    // `not_before` (under `kv_load_overlap`, the previous unit's dK/dV epilogue, which the load ran beside; the
+    // segment shows only the load's part after it). A new CTA (in-order launch, or the first unit of a persistent
+    // one) starts with idle writers.
+    let start_unit =
+        |s: &mut DecoupledSm, books: &mut Books, st: &mut SmStats, sm: u32, next: usize, time: f64, not_before: f64| {
+            let unit = &units[next];
+            let loaded = (time + drawn(costs.unit_start(), Phase::UnitStart, next, 0)).max(not_before);
+            let shown = time.max(not_before);
+            books.record(segment(sm, next, unit.visits[0], SegmentKind::Start, shown, loaded));
+            st.busy += loaded - shown;
+            st.units += 1;
+            books.unit_started(next, sm, time);
+            if s.finished {
+                s.count = 0;
+                s.pending = None;
+                s.held = vec![None; k];
+                s.writer_free = vec![loaded; k];
+                s.parked = vec![false; k];
+            }
+            s.unit = next as u32;
+            s.finished = false;
+            s.compute_free = loaded;
+            s.next_task = 0;
+            s.open.push((next, unit.visits.len(), f64::NAN, loaded));
+        };
 
     // Stages `task`'s partial (unit, task) into buffer c mod k once the compute side is free, waiting for the
     // buffer's writer to have released partial c - k; the wait is booked on the compute side under the staged
@@ -695,7 +701,7 @@ fn simulate_decoupled(
                 sms[sm as usize] = s;
                 continue;
             }
-            start_unit(&mut s, &mut books, &mut st, sm, next, time);
+            start_unit(&mut s, &mut books, &mut st, sm, next, time, time);
         }
         // Advance the writers and the compute side as far as they go; stop when neither can move.
         loop {
@@ -769,7 +775,9 @@ fn simulate_decoupled(
                         // Drawn under the old run's last visit: every KV run's epilogue has a key of its own.
                         let written = start + drawn(costs.unit_finish(), Phase::UnitFinish, ui, t - 1);
                         books.record(segment(sm, ui, prev, SegmentKind::Finish, start, written));
-                        let loaded = written + drawn(costs.unit_start(), Phase::UnitStart, ui, t);
+                        // Under `kv_load_overlap` the load began with the epilogue: only its rest shows.
+                        let load_from = if costs.kv_load_overlap { start } else { written };
+                        let loaded = (load_from + drawn(costs.unit_start(), Phase::UnitStart, ui, t)).max(written);
                         books.record(segment(sm, ui, v, SegmentKind::Start, written, loaded));
                         st.busy += loaded - start;
                         start = loaded;
@@ -793,13 +801,15 @@ fn simulate_decoupled(
                 && s.next_task == units[s.unit as usize].visits.len()
                 && s.pending.is_none()
             {
+                let products_done = s.compute_free;
                 let (ui, written) = write_dkv(&s, &mut books, &mut st, sm);
                 s.open_unit(ui).2 = written;
                 s.unit = u32::MAX;
                 s.compute_free = written;
                 let next = books.dispatch.next(&mut s.next_static);
                 if next < units.len() {
-                    start_unit(&mut s, &mut books, &mut st, sm, next, written);
+                    let load_from = if costs.kv_load_overlap { products_done } else { written };
+                    start_unit(&mut s, &mut books, &mut st, sm, next, load_from, written);
                 }
                 moved = true;
             }

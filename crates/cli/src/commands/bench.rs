@@ -74,7 +74,13 @@ pub fn run(args: BenchArgs) -> Result<()> {
     if let Some((_, setup)) = configs.first()
         && let Some(c) = &setup.calibrated
     {
-        crate::gpu::check_costs_main_loop(&setup.costs, &c.path, &target, setup.problem.block_m())?;
+        crate::gpu::check_costs_main_loop(
+            &setup.costs,
+            &c.path,
+            &target,
+            setup.problem.block_m(),
+            setup.problem.head_dim(),
+        )?;
     }
     std::fs::create_dir_all(&args.out).map_err(|e| bad_input(format!("cannot create {}: {e}", args.out.display())))?;
     // Build every kernel variant up front, in parallel.

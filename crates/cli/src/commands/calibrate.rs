@@ -208,6 +208,7 @@ pub fn run(args: CalibrateArgs) -> Result<()> {
                 Samples {
                     dq_writers: main_loop.dq_writers(),
                     dq_deferred: main_loop.dq_deferred(p.block_m()),
+                    kv_load_overlap: main_loop.kv_load_overlap(p.block_m(), p.head_dim()),
                     ..Samples::default()
                 },
                 Vec::new(),
@@ -348,6 +349,7 @@ mod tests {
             kernel_epilogues: true,
             dq_writers: 2,
             dq_deferred: true,
+            kv_load_overlap: false,
             unit_start: 1.5,
             unit_finish: 0.8,
             dkv_reduce: 3.0,

@@ -53,7 +53,13 @@ pub fn run(args: RunArgs) -> Result<()> {
         setup
     };
     if let Some(c) = &setup.calibrated {
-        crate::gpu::check_costs_main_loop(&setup.costs, &c.path, &target, setup.problem.block_m())?;
+        crate::gpu::check_costs_main_loop(
+            &setup.costs,
+            &c.path,
+            &target,
+            setup.problem.block_m(),
+            setup.problem.head_dim(),
+        )?;
     }
     let outcomes = measure_setup(&setup, &args.gpu, &target, &nvcc, args.nondeterministic, false)?;
     let measured: Vec<&Measured> = outcomes

@@ -78,6 +78,7 @@ pub fn trace(
     let mut samples = Samples {
         dq_writers: target.main_loop.dq_writers(),
         dq_deferred: target.main_loop.dq_deferred(setup.problem.block_m()),
+        kv_load_overlap: target.main_loop.kv_load_overlap(setup.problem.block_m(), setup.problem.head_dim()),
         ..Samples::default()
     };
     match samples.add_run(&schedule, &run.trace.units) {

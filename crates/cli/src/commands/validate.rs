@@ -648,7 +648,7 @@ fn measure(args: &ValidateArgs, costs: &CostsFile, costs_path: &Path) -> Result<
     costs.check_gpu(costs_path, &device.name)?;
     let target = Target::for_device(args.gpu.arch, &device)?;
     for entry in &costs.entries {
-        crate::gpu::check_costs_main_loop(&entry.costs, costs_path, &target, entry.block_m)?;
+        crate::gpu::check_costs_main_loop(&entry.costs, costs_path, &target, entry.block_m, entry.head_dim)?;
     }
     let mut kernels = Vec::new();
     for (_, s) in &setups {
@@ -891,6 +891,7 @@ fn report(
         let without_kernel_terms = predict(&args.configs.costs, &|c| CostModel {
             poll: 0.0,
             kernel_epilogues: false,
+            kv_load_overlap: false,
             variability: None,
             ..c
         })?;
@@ -898,6 +899,7 @@ fn report(
             handoff: 0.0,
             poll: 0.0,
             kernel_epilogues: false,
+            kv_load_overlap: false,
             variability: None,
             ..c
         })?;

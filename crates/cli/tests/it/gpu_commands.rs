@@ -1191,6 +1191,25 @@ fn run_refuses_costs_calibrated_on_the_other_main_loop() {
     std::fs::write(&deferred, doc.to_string()).unwrap();
     let out = run_with(deferred.to_str().unwrap(), &[]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    // At head dim 64 the sm90 kernel loads the next K/V beside the dK/dV epilogue: a file without
+    // "kv_load_overlap" there is refused, one with it taken; at head dim 128 the flag would be wrong.
+    let out = run_with(deferred.to_str().unwrap(), &["--head-dim", "64"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("\"kv_load_overlap\": false, but this dashc's sm90 kernel loads"),
+        "{}",
+        stderr(&out)
+    );
+    for entry in doc["entries"].as_array_mut().unwrap() {
+        entry["costs"]["kv_load_overlap"] = true.into();
+    }
+    let overlap = bin.join("costs-sm90-overlap.json");
+    std::fs::write(&overlap, doc.to_string()).unwrap();
+    let out = run_with(overlap.to_str().unwrap(), &["--head-dim", "64"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = run_with(overlap.to_str().unwrap(), &[]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("(head dim 128) says \"kv_load_overlap\": true"), "{}", stderr(&out));
     for dir in [bin, cutlass] {
         std::fs::remove_dir_all(&dir).unwrap();
     }

@@ -34,14 +34,18 @@ impl ProblemBounds {
 
     pub(crate) fn from_tables(t: &Tables, mask: &TileMask) -> ProblemBounds {
         let c = &t.costs;
+        // A unit's own load and epilogue: one after the other on its SM. Under `kv_load_overlap` a persistent
+        // CTA loads its next unit beside the previous one's epilogue, so across the SMs' units each adds at
+        // least the larger of the two (an SM's first load and last epilogue make up the rest).
         let overhead = c.unit_start() + c.unit_finish();
+        let per_unit = c.unit_overhead(t.persistent);
         let p = t.sms as f64;
         let bh = t.bh_count as u64;
         // Distinct column works, longest first; each occurs once per (batch, head).
         let mut works: Vec<f64> = t.columns().map(|kv| t.column_work(kv)).collect();
         works.sort_by(|a, b| b.total_cmp(a));
         let total: f64 = works.iter().sum::<f64>() * bh as f64;
-        let work = (total + bh as f64 * overhead) / p;
+        let work = (total + bh as f64 * per_unit) / p;
         let longest_column = works.first().copied().unwrap_or(0.0) + overhead;
         let column_packing = packing(&works, bh, t.sms as u64) + overhead;
 

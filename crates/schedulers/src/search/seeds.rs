@@ -132,7 +132,7 @@ pub(crate) fn packed_seeds(tables: &Tables) -> Vec<(String, Plan)> {
             let mut t = 0.0;
             for (w, u) in units {
                 timed.push((t, k, u));
-                t += w + tables.costs.unit_start + tables.costs.unit_finish;
+                t += w + tables.costs.unit_overhead(tables.persistent);
             }
         }
         timed.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));

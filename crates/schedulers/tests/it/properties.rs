@@ -31,6 +31,7 @@ fn costs_strategy() -> impl Strategy<Value = CostModel> {
             kernel_epilogues: late,
             dq_writers: 0,
             dq_deferred: false,
+            kv_load_overlap: false,
             unit_start: s,
             unit_finish: f,
             dkv_reduce: r,
@@ -68,12 +69,16 @@ fn case() -> impl Strategy<Value = (dag_model::Problem, Mask, Machine, CostModel
 }
 
 /// A case for the sm90 main loop's model: multi-head attention (it has no dK/dV reductions), 1 to 3 decoupled dQ
-/// writers per SM, each partial staged after its own task or deferred to the next one.
+/// writers per SM, each partial staged after its own task or deferred to the next one, the next K/V loaded after
+/// the dK/dV epilogue or beside it.
 fn decoupled_case() -> impl Strategy<Value = (dag_model::Problem, Mask, Machine, CostModel)> {
-    (case(), 1u32..4, any::<bool>()).prop_map(|((p, mask, machine, costs), writers, deferred)| {
-        let p = problem(p.batch(), p.heads(), p.heads(), p.seqlen_q(), p.seqlen_k(), p.block_m(), p.block_n());
-        (p, mask, machine, CostModel { dq_writers: writers, dq_deferred: deferred, ..costs })
-    })
+    (case(), 1u32..4, any::<bool>(), any::<bool>()).prop_map(
+        |((p, mask, machine, costs), writers, deferred, overlap)| {
+            let p = problem(p.batch(), p.heads(), p.heads(), p.seqlen_q(), p.seqlen_k(), p.block_m(), p.block_n());
+            let costs = CostModel { dq_writers: writers, dq_deferred: deferred, kv_load_overlap: overlap, ..costs };
+            (p, mask, machine, costs)
+        },
+    )
 }
 
 proptest! {
@@ -257,6 +262,64 @@ fn persistent_ctas_start_their_next_unit_while_their_writers_finish_the_adds() {
         .map(|g| (g.unit, g.start, g.end))
         .collect();
     assert_eq!(reduces, vec![(0, 1.0, 4.0), (0, 2.0, 5.0), (1, 4.0, 7.0), (1, 5.0, 8.0)]);
+}
+
+#[test]
+fn the_next_kv_load_runs_beside_the_dkv_epilogue_under_kv_load_overlap() {
+    // One Q tile, two KV tiles, one SM: load 2, compute 1, epilogue 1.5, adds 0.1 (off the critical path).
+    let p = problem(1, 1, 1, 64, 128, 64, 64);
+    let serial = CostModel {
+        dq_writers: 2,
+        kernel_epilogues: true,
+        unit_start: 2.0,
+        unit_finish: 1.5,
+        ..CostModel::ideal(1.0, 0.1)
+    };
+    let overlap = CostModel { kv_load_overlap: true, ..serial };
+    let makespan = |launch, costs: &CostModel| {
+        let s = build(ScheduleKind::Naive, p, Mask::Full, Machine { sms: 1, launch }, costs).unwrap();
+        simulate(&s, costs, true).unwrap()
+    };
+    // Persistent, one unit per KV tile: serially 2 + 1 + 1.5 + 2 + 1 + 1.5 = 9; with the overlap the second load
+    // starts at 3, beside the epilogue, and ends at 5: 2 + 1 + max(1.5, 2) + 1 + 1.5 = 7.5.
+    assert_eq!(makespan(LaunchPolicy::Persistent, &serial).makespan, 9.0);
+    let sim = makespan(LaunchPolicy::Persistent, &overlap);
+    assert_eq!((sim.unit_start[1], sim.makespan), (3.0, 7.5));
+    // The compute side's timeline shows the load's part after the epilogue, [4.5, 5], so that nothing overlaps.
+    let starts: Vec<(f64, f64)> =
+        sim.timeline.iter().filter(|g| g.kind == schedulers::SegmentKind::Start).map(|g| (g.start, g.end)).collect();
+    assert_eq!(starts, vec![(0.0, 2.0), (4.5, 5.0)]);
+    // In-order, each unit is a CTA of its own, loaded after its dispatch: no overlap.
+    assert_eq!(makespan(LaunchPolicy::InOrder, &overlap).makespan, 9.0);
+    // The lower bounds follow: the persistent work bound counts max(1.5, 2) per unit (2 units: 2 + 2 + 2 = 6 <=
+    // 7.5), the in-order one 3.5 per unit.
+    for (launch, work) in [(LaunchPolicy::Persistent, 6.0), (LaunchPolicy::InOrder, 9.0)] {
+        let s = build(ScheduleKind::Naive, p, Mask::Full, Machine { sms: 1, launch }, &overlap).unwrap();
+        let cp = schedulers::decoupled_critical_path(&p, s.order(), &overlap);
+        assert_eq!(Bounds::of(&s, &overlap, cp).work, work, "{launch:?}");
+    }
+    // A move inside a unit overlaps as well, in either launch: one unit over both KV tiles.
+    use dag_model::{Order, Unit, Visit};
+    let tm = Arc::new(TileMask::new(&p, &Mask::Full).unwrap());
+    for launch in [LaunchPolicy::InOrder, LaunchPolicy::Persistent] {
+        let one_unit = Order {
+            units: vec![Unit {
+                bh: 0,
+                visits: vec![Visit::new(0, 0, 0, 1.0), Visit::new(1, 0, 1, 1.0)],
+                dkv_ranks: vec![0, 0],
+            }],
+        };
+        let machine = Machine { sms: 1, launch };
+        for (costs, want) in [(&serial, 9.0), (&overlap, 7.5)] {
+            let s =
+                schedulers::Schedule::validate("one unit", p, Mask::Full, tm.clone(), machine, costs, one_unit.clone())
+                    .unwrap();
+            assert_eq!(simulate(&s, costs, false).unwrap().makespan, want, "{launch:?} {costs:?}");
+        }
+    }
+    // The overlap belongs to the dQ writers' loop.
+    let portable = CostModel { dq_writers: 0, ..overlap };
+    assert!(matches!(portable.check(), Err(schedulers::ScheduleError::KvLoadOverlapWithoutWriters)));
 }
 
 #[test]

@@ -55,6 +55,7 @@ fn case() -> impl Strategy<Value = (Problem, Mask, Machine, CostModel)> {
                 kernel_epilogues: false,
                 dq_writers: 0,
                 dq_deferred: false,
+                kv_load_overlap: false,
                 unit_start: o,
                 unit_finish: o / 2.0,
                 dkv_reduce: r,
