@@ -29,7 +29,12 @@ def predicted_ms(costs, hd, mask, seqlen, batch, heads, schedule):
     if schedule.endswith("+split"):
         cmd.append("--split-tail")
     out = json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)
-    return out["results"][0]["makespan"] / 1000.0  # µs -> ms
+    # With --split-tail, simulate lists the unsplit schedule and then its split: take the one named. (Until
+    # fb6928d this took the first result, so a +split result was compared with the unsplit prediction.)
+    named = [r for r in out["results"] if r["schedule"] == schedule]
+    if len(named) != 1:
+        sys.exit(f"dashc simulate gave no single result named {schedule}: {[r['schedule'] for r in out['results']]}")
+    return named[0]["makespan"] / 1000.0  # µs -> ms
 
 
 def main():
