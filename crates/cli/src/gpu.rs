@@ -170,6 +170,16 @@ pub fn check_costs_main_loop(
     )))
 }
 
+/// [`check_costs_main_loop`] for a run's setup, where it has a costs file (its entry for the setup's tiles).
+pub fn check_setup_costs(setup: &crate::setup::Setup, target: &Target) -> Result<()> {
+    match &setup.calibrated {
+        Some(c) => {
+            check_costs_main_loop(&setup.costs, &c.path, target, setup.problem.block_m(), setup.problem.head_dim())
+        }
+        None => Ok(()),
+    }
+}
+
 /// The CUTLASS/CuTe headers the sm90 main loop includes: `$CUTLASS_INCLUDE`, else the copy that
 /// `kernels/fetch-cutlass.sh` unpacks under `target/cutlass/` of the working directory. Absolute, since the
 /// build runs in another folder. Missing headers are `Unavailable` (exit code 3).

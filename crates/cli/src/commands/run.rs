@@ -52,15 +52,7 @@ pub fn run(args: RunArgs) -> Result<()> {
     } else {
         setup
     };
-    if let Some(c) = &setup.calibrated {
-        crate::gpu::check_costs_main_loop(
-            &setup.costs,
-            &c.path,
-            &target,
-            setup.problem.block_m(),
-            setup.problem.head_dim(),
-        )?;
-    }
+    crate::gpu::check_setup_costs(&setup, &target)?;
     let outcomes = measure_setup(&setup, &args.gpu, &target, &nvcc, args.nondeterministic, false)?;
     let measured: Vec<&Measured> = outcomes
         .iter()

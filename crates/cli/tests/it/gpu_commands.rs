@@ -1216,6 +1216,40 @@ fn run_refuses_costs_calibrated_on_the_other_main_loop() {
 }
 
 #[test]
+#[cfg(unix)]
+fn bench_checks_the_costs_entry_of_every_head_dim() {
+    // A costs file's entries differ by head dim: one that says the hd128 kernel loads K/V beside its epilogue is
+    // wrong there, and bench refuses it even when its first configuration (head dim 64) is right.
+    let bin = fake_gpu_machine_named("fake-h200-bench-costs", "9.0", "NVIDIA H200");
+    let cutlass = fake_cutlass("fake-h200-bench-costs-cutlass");
+    let mut doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(crate::common::costs_fixture()).unwrap()).unwrap();
+    for entry in doc["entries"].as_array_mut().unwrap() {
+        entry["costs"]["dq_writers"] = 2.into();
+        entry["costs"]["dq_deferred"] = true.into();
+        entry["costs"]["kv_load_overlap"] = true.into();
+    }
+    let costs = bin.join("costs-overlap-everywhere.json");
+    std::fs::write(&costs, doc.to_string()).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_dashc"))
+        .args(["bench", "--seqlens", "512", "--head-dims", "64,128", "--tokens", "512", "--hidden", "128"])
+        .args(["--no-check", "--reps", "1", "--costs", costs.to_str().unwrap()])
+        .args(["--out", bin.join("results").to_str().unwrap(), "--work-dir", bin.join("work").to_str().unwrap()])
+        .current_dir(&bin)
+        .env_clear()
+        .env("PATH", &bin)
+        .env("CUTLASS_INCLUDE", &cutlass)
+        .output()
+        .expect("dashc runs");
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("(head dim 128) says \"kv_load_overlap\": true"), "{}", stderr(&out));
+    assert!(!bin.join("results").exists(), "refused before any measurement");
+    for dir in [bin, cutlass] {
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
+
+#[test]
 fn the_binary_knows_the_commit_it_was_built_from() {
     // GPU results name their commit; the binary runs on a GPU machine whose copy of the repository may name another,
     // so the build's own commit is embedded (and shown by --version).

@@ -96,13 +96,18 @@ proptest! {
     }
 
     #[test]
-    fn problem_bounds_hold_under_decoupled_writers((problem, mask, machine, costs) in case(), writers in 1u32..4) {
-        // The sm90 main loop's model (multi-head attention only): the adds run beside the compute.
+    fn problem_bounds_hold_under_decoupled_writers(
+        (problem, mask, machine, costs) in case(),
+        writers in 1u32..4,
+        overlap in any::<bool>(),
+    ) {
+        // The sm90 main loop's model (multi-head attention only): the adds run beside the compute, and the next
+        // K/V load after the dK/dV epilogue or beside it.
         let problem = crate::common::problem(
             problem.batch(), problem.heads(), problem.heads(), problem.seqlen_q(), problem.seqlen_k(),
             problem.block_m(), problem.block_n(),
         );
-        let costs = CostModel { dq_writers: writers, ..costs };
+        let costs = CostModel { dq_writers: writers, kv_load_overlap: overlap, ..costs };
         let tm = std::sync::Arc::new(dag_model::TileMask::new(&problem, &mask).unwrap());
         let pb = ProblemBounds::of(&problem, &tm, machine, &costs).best();
         for kind in ScheduleKind::ALL {
