@@ -224,14 +224,20 @@ fn persistent_schedules_carry_their_grid_and_need_the_sm90_main_loop() {
     }
 }
 
+/// The embedded sm90 main-loop template, whose constants the cost model must agree with.
+fn sm90_template_source() -> &'static str {
+    crate::templates::EMBEDDED
+        .iter()
+        .find(|(name, _)| *name == "bwd_mainloop_sm90.cuh")
+        .map(|(_, source)| *source)
+        .expect("the sm90 template is embedded")
+}
+
 #[test]
 fn the_cost_models_dq_writer_count_is_the_sm90_templates_writer_count() {
     // The sm90 loop runs `kDqStages` writer warps (one per FP32 staging buffer with its default tiles); the cost
     // model's `dq_writers` must say the same, or calibration and prediction describe another kernel.
-    let (_, source) = crate::templates::EMBEDDED
-        .iter()
-        .find(|(name, _)| *name == "bwd_mainloop_sm90.cuh")
-        .expect("the sm90 template is embedded");
+    let source = sm90_template_source();
     let line = source
         .lines()
         .find(|l| l.trim_start().starts_with("static constexpr int kDqStages ="))
@@ -252,10 +258,7 @@ fn the_cost_models_kv_load_overlap_is_the_sm90_templates_dkv_through_ds() {
     // The template stores dK/dV through a dS buffer, and frees K/V before that epilogue, where two K tiles fit in
     // one dS buffer with the deferred dQ's two buffers; the cost model's `kv_load_overlap` must follow the same
     // rule, or the simulator times the other epilogue.
-    let (_, source) = crate::templates::EMBEDDED
-        .iter()
-        .find(|(name, _)| *name == "bwd_mainloop_sm90.cuh")
-        .expect("the sm90 template is embedded");
+    let source = sm90_template_source();
     let rule: String = source
         .split("static constexpr bool kDkvThroughDs =")
         .nth(1)
