@@ -19,6 +19,18 @@ pub enum Command {
     /// Simulate schedules on P SMs: makespan, per-SM busy / waiting / idle time, optional timeline
     Simulate(SimulateArgs),
     /// Search for a schedule of low simulated makespan (any mask, GQA) and certify it against lower bounds
+    // The shared shape flags read differently here: --schedule picks the built-ins to compare with, and a
+    // schedule file is a start, not the schedule evaluated.
+    #[command(
+        mut_arg("schedule", |a| a.help(
+            "Built-ins to compare with and start from: naive, descending, spt, shift, symmetric-shift, \
+             spread-shift, spread-symmetric-shift, or all; comma-separated"
+        )),
+        mut_arg("schedule_file", |a| a.help(
+            "Also start the search from the schedule in FILE (docs/schedule-file.md), e.g. to continue a search; \
+             it must be for this shape, mask and machine"
+        ))
+    )]
     Search(SearchArgs),
     /// Draw a Gantt chart (one lane per SM) of simulated schedules or of timeline files, as PNG or SVG
     Gantt(GanttArgs),
@@ -106,7 +118,29 @@ impl ConfigsArgs {
 
 /// The flags whose values `--ideal` sets itself (batch 1, N x N square tiles per head, P = N SMs): given beside
 /// it they would be silently overridden. (`--costs` is refused by the setup, with its own message.)
-const IDEAL_SETS: [&str; 7] = ["batch", "kv_heads", "seqlen", "seqlen_k", "block_m", "block_n", "sms"];
+/// Beside them, the cost flags beyond the closed forms' constant c and r (`--compute`, `--reduce`): the
+/// idealized model has free hand-offs and none of the kernel's phases, and a value given for one would change
+/// what is printed as idealized.
+const IDEAL_SETS: [&str; 18] = [
+    "batch",
+    "kv_heads",
+    "seqlen",
+    "seqlen_k",
+    "block_m",
+    "block_n",
+    "sms",
+    "compute_partial",
+    "scale_by_fraction",
+    "handoff",
+    "poll",
+    "kernel_epilogues",
+    "dq_writers",
+    "dq_deferred",
+    "kv_load_overlap",
+    "unit_start",
+    "unit_finish",
+    "dkv_reduce",
+];
 
 /// The problem, its mask and the machine.
 #[derive(Debug, Clone, Args)]
@@ -178,8 +212,9 @@ pub struct ShapeArgs {
     #[command(flatten)]
     pub search: SearchBudgetArgs,
 
-    /// The paper's idealized setting: P = N SMs, square tiles, --heads heads, constant costs, free hand-offs
-    /// (the shape and machine flags it sets are refused beside it)
+    /// The paper's idealized setting: P = N SMs, square tiles, --heads heads, constant costs (--compute,
+    /// --reduce), free hand-offs (the shape and machine flags it sets, and the other cost flags, are refused
+    /// beside it)
     #[arg(long, requires = "tiles", conflicts_with_all = IDEAL_SETS)]
     pub ideal: bool,
     /// With --ideal: tiles per head N, 1 to 4096 (also the number of SMs)
@@ -392,6 +427,13 @@ pub struct ConfigsArgs {
     /// `builtins` or `any` (docs/search.md) [default: builtins]
     #[arg(long, value_name = "N|builtins|any")]
     pub max_heads_in_flight: Option<String>,
+    /// With `search` among the schedules: candidate moves of each configuration's search (a time budget is
+    /// not offered here: every configuration's result would depend on the machine) [default: 400]
+    #[arg(allow_negative_numbers = true, long, value_name = "N")]
+    pub iterations: Option<u64>,
+    /// With `search` among the schedules: seed of the move streams [default: 0]
+    #[arg(allow_negative_numbers = true, long, value_name = "N")]
+    pub search_seed: Option<u64>,
     /// Also run each built-in schedule with its last, partial pass split over all SMs (name +split;
     /// docs/model.md "Split tail")
     #[arg(long)]
@@ -564,7 +606,8 @@ impl RoundsArgs {
 /// The budget of a schedule search (`--schedule search`, `dashc search`); see docs/search.md.
 #[derive(Debug, Clone, Args)]
 pub struct SearchBudgetArgs {
-    /// Search: stop after S seconds (default: 10 for dashc search; --schedule search uses 400 iterations)
+    /// Search: stop after S seconds (default: 10 for dashc search; --schedule search uses 400 iterations). The
+    /// starting schedules are built first and not cut short: on very large problems that alone takes longer
     #[arg(allow_negative_numbers = true, long, value_name = "S", conflicts_with = "iterations")]
     pub budget_secs: Option<f64>,
     /// Search: stop after N candidate moves (the same result on any machine and thread count)

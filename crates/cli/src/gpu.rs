@@ -501,12 +501,27 @@ pub fn run_harness(
     let line = stdout.lines().rev().find(|l| l.trim_start().starts_with('{'));
     let Some(line) = line else {
         return Err(anyhow::Error::new(CheckFailed(format!(
-            "the harness printed no result (exit {:?}): {}",
-            out.status.code(),
+            "the harness printed no result ({}): {}",
+            describe_exit(out.status),
             stderr.trim().replace('\n', "; ")
         ))));
     };
     serde_json::from_str(line).with_context(|| format!("reading the harness result line: {line}"))
+}
+
+/// How a child process ended, in words: "exit code 1", or the signal that killed it.
+fn describe_exit(status: std::process::ExitStatus) -> String {
+    if let Some(code) = status.code() {
+        return format!("exit code {code}");
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::ExitStatusExt;
+        if let Some(signal) = status.signal() {
+            return format!("killed by signal {signal}");
+        }
+    }
+    status.to_string()
 }
 
 /// Checks a generated configuration is supported, turning codegen's refusal into bad input.
@@ -536,4 +551,18 @@ pub fn kernel_config(
     config.archs = target.archs.clone();
     config.check().map_err(|e| bad_input(e.to_string()))?;
     Ok(config)
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::describe_exit;
+    use std::process::Command;
+
+    #[test]
+    fn a_child_s_end_is_told_in_words() {
+        let exited = Command::new("sh").args(["-c", "exit 3"]).status().unwrap();
+        assert_eq!(describe_exit(exited), "exit code 3");
+        let killed = Command::new("sh").args(["-c", "kill -9 $$"]).status().unwrap();
+        assert_eq!(describe_exit(killed), "killed by signal 9");
+    }
 }

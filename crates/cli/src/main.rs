@@ -4,6 +4,22 @@
 //! `commands/`, and all theory lives in the library crates. Only this crate reads files, the environment or
 //! the clock, spawns processes, or prints.
 
+// `print!`/`println!` for command output: they return the write's error to the command (`?`) instead of
+// panicking. Defined before the modules so that every one of them sees them.
+macro_rules! out {
+    ($($arg:tt)*) => {
+        $crate::output::write_stdout(format_args!($($arg)*))?
+    };
+}
+macro_rules! outln {
+    () => {
+        $crate::output::write_stdout(format_args!("\n"))?
+    };
+    ($($arg:tt)*) => {
+        $crate::output::write_stdout(format_args!("{}\n", format_args!($($arg)*)))?
+    };
+}
+
 mod agreement;
 mod anchors;
 mod args;
@@ -48,7 +64,7 @@ fn main() -> ExitCode {
         args::Command::Calibrate(a) => commands::calibrate::run(a),
         args::Command::Validate(a) => commands::validate::run(a),
     };
-    match result {
+    match result.and_then(|()| output::flush_stdout()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
             let code = exit::code_of(&err);

@@ -93,7 +93,7 @@ pub fn print_results_json<T: Serialize>(
         problem: ProblemJson::of(setup),
         results: outcomes.iter().map(|o| result_json(setup, o)).collect(),
     };
-    println!("{}", serde_json::to_string_pretty(&doc)?);
+    outln!("{}", serde_json::to_string_pretty(&doc)?);
     Ok(())
 }
 
@@ -119,6 +119,21 @@ pub fn result_json<'a, T: Serialize>(setup: &Setup, outcome: &'a Outcome<Kept<T>
 }
 
 /// Two header lines describing the problem, machine and costs.
+/// Writes to standard output. A failed write (stdout redirected to a full disk) becomes an error that exits 2,
+/// as a failed write to a named file does, where `print!` would panic. A closed pipe never gets here: the
+/// restored SIGPIPE ends the process at that write (`main`).
+pub fn write_stdout(args: std::fmt::Arguments<'_>) -> Result<()> {
+    use std::io::Write as _;
+    std::io::stdout().lock().write_fmt(args).map_err(|e| bad_input(format!("cannot write to standard output: {e}")))
+}
+
+/// Flushes standard output, reporting a failure as `write_stdout` does: what is still buffered at exit would
+/// otherwise be lost without a word.
+pub fn flush_stdout() -> Result<()> {
+    use std::io::Write as _;
+    std::io::stdout().flush().map_err(|e| bad_input(format!("cannot write to standard output: {e}")))
+}
+
 pub fn header(s: &Setup) -> String {
     let p = &s.problem;
     let mut out = String::new();
@@ -128,7 +143,8 @@ pub fn header(s: &Setup) -> String {
             format!("sliding-window (left {}, right {})", side(left), side(right))
         }
         Mask::Document { lens, causal } => {
-            format!("document ({} docs, {})", lens.len(), if *causal { "causal" } else { "bidirectional" })
+            let docs = if lens.len() == 1 { "1 doc".to_string() } else { format!("{} docs", lens.len()) };
+            format!("document ({docs}, {})", if *causal { "causal" } else { "bidirectional" })
         }
         Mask::Blocks { pairs } => format!("blocks ({} listed)", pairs.len()),
         m => m.name().to_string(),
@@ -176,6 +192,7 @@ pub fn header(s: &Setup) -> String {
     if p.group() > 1 {
         let _ = write!(costs, ", dk/dv reduce {}", num(c.dkv_reduce));
     }
+    costs.push_str(&model_switches(c));
     let _ = writeln!(
         out,
         "machine: {} SMs, {} launch; costs: {costs} ({})",
@@ -186,6 +203,28 @@ pub fn header(s: &Setup) -> String {
             None => "time unit: one full tile's compute".to_string(),
         }
     );
+    out
+}
+
+/// The cost model's poll cost and switches, as a suffix of a costs line ("" when none is on): each changes the
+/// makespans, so a saved table or chart must show which were on.
+pub fn model_switches(c: &CostModel) -> String {
+    let mut out = String::new();
+    if c.poll > 0.0 {
+        let _ = write!(out, ", poll {}", num(c.poll));
+    }
+    let switches: Vec<String> = [
+        c.kernel_epilogues.then(|| "kernel epilogues".to_string()),
+        (c.dq_writers > 0).then(|| format!("{} dQ writers", c.dq_writers)),
+        c.dq_deferred.then(|| "deferred dQ".to_string()),
+        c.kv_load_overlap.then(|| "K/V load overlap".to_string()),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    if !switches.is_empty() {
+        let _ = write!(out, "; {}", switches.join(", "));
+    }
     out
 }
 

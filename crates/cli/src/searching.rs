@@ -59,7 +59,7 @@ impl SearchRequest {
             {
                 return Err(bad_input(
                     "--budget-secs, --iterations, --search-seed and --max-heads-in-flight apply to --schedule \
-                     search (or dashc search)",
+                     search (--schedules with search in the list for sweep and bench; or dashc search)",
                 ));
             }
             return Ok(None);

@@ -127,6 +127,8 @@ impl Plan {
         base.costs = a.costs.clone();
         base.schedule = schedules;
         base.search.max_heads_in_flight = a.max_heads_in_flight.clone();
+        base.search.iterations = a.iterations;
+        base.search.search_seed = a.search_seed;
         base.split_tail = a.split_tail;
         let plan = Plan { configs, tokens: a.tokens, hidden: a.hidden, base };
         plan.check()?;
@@ -439,10 +441,11 @@ pub fn table(r: &SweepResult) -> String {
 /// The first line of the outputs: what the numbers mean.
 pub fn preamble(r: &SweepResult) -> String {
     format!(
-        "sweep: {} configurations ({} tokens each, hidden {}), {} SMs, {} launch; costs: compute {}, reduce {}, \
-         hand-off {} ({})\n\
+        "sweep: {} configuration{} ({} tokens each, hidden {}), {} SMs, {} launch; costs: compute {}, reduce {}, \
+         hand-off {}{} ({})\n\
          bound = the lowest best lower bound of the configuration's schedules; bound/makespan = 1 is optimal\n",
         r.configs.len(),
+        if r.configs.len() == 1 { "" } else { "s" },
         r.tokens,
         r.hidden,
         r.machine.sms,
@@ -450,6 +453,7 @@ pub fn preamble(r: &SweepResult) -> String {
         num(r.costs.compute),
         num(r.costs.reduce),
         num(r.costs.handoff),
+        crate::output::model_switches(&r.costs),
         if r.time_unit == "us" {
             "µs, calibrated; costs of the first configuration shown, each head dim uses its own"
         } else {

@@ -157,12 +157,12 @@ pub fn run(args: BenchArgs) -> Result<()> {
     write_file(&path, &serde_json::to_string_pretty(&doc)?)?;
 
     let mean = if rounds > 1 { format!(", TFLOPS the mean of {rounds} rounds") } else { String::new() };
-    println!("{} main loop, {} launch{mean}", target.describe(), doc.launch);
-    print!("{}", bench_table(&doc.configs, rounds));
+    outln!("{} main loop, {} launch{mean}", target.describe(), doc.launch);
+    out!("{}", bench_table(&doc.configs, rounds));
     if doc.configs.iter().any(|c| anchor(c.head_dim, c.mask == "causal", c.seqlen, c.batch).is_some()) {
-        println!("{ANCHORS_NOTE}");
+        outln!("{ANCHORS_NOTE}");
     }
-    println!("\nraw results: {}", path.display());
+    outln!("\nraw results: {}", path.display());
     let numbered = args.rounds.numbered();
     let failed: Vec<String> = doc
         .configs

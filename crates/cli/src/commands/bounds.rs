@@ -21,8 +21,8 @@ pub fn run(args: BoundsArgs) -> Result<()> {
     if args.json {
         return print_results_json("bounds", &setup, &outcomes);
     }
-    print!("{}", header(&setup));
-    println!();
+    out!("{}", header(&setup));
+    outln!();
     let mut rows = Vec::new();
     let mut skipped = Vec::new();
     for o in &outcomes {
@@ -43,9 +43,9 @@ pub fn run(args: BoundsArgs) -> Result<()> {
         }
     }
     let headers = ["schedule", "makespan", "critical path", "work / P", "longest unit", "best bound", "above bound"];
-    print!("{}", table(&headers, &rows));
+    out!("{}", table(&headers, &rows));
     for s in skipped {
-        println!("{s}");
+        outln!("{s}");
     }
     Ok(())
 }

@@ -75,6 +75,8 @@ fn jobs(args: &CalibrateArgs) -> Result<Vec<(crate::sweep::Config, schedulers::S
         sms: args.sms,
         launch: Some(args.launch),
         max_heads_in_flight: None,
+        iterations: None,
+        search_seed: None,
         split_tail: false,
         costs: base.costs,
     };
@@ -126,9 +128,15 @@ pub fn run(args: CalibrateArgs) -> Result<()> {
             let missing: Vec<String> =
                 jobs.iter().map(|(c, s)| trace_file_name(c, s)).filter(|f| !dir.join(f).is_file()).collect();
             if let Some(first) = missing.first() {
+                // The folders kept in bench/results/ hold their traces gzipped: say so rather than "missing".
+                let gzipped = missing.iter().filter(|f| dir.join(format!("{f}.gz")).is_file()).count();
+                let hint = if gzipped == missing.len() {
+                    format!("; they are there gzipped ({first}.gz): gunzip them first")
+                } else {
+                    "; give the configuration flags of the --keep-traces run".to_string()
+                };
                 return Err(bad_input(format!(
-                    "--from-traces: {} of the {} traces these flags call for are not in {} (first: {first}); \
-                     give the configuration flags of the --keep-traces run",
+                    "--from-traces: {} of the {} traces these flags call for are not in {} (first: {first}){hint}",
                     missing.len(),
                     jobs.len(),
                     dir.display()
@@ -248,7 +256,7 @@ pub fn run(args: CalibrateArgs) -> Result<()> {
     file.traced_launch =
         Some(schedulers::LaunchPolicy::from(args.launch)).filter(|launch| *launch != schedulers::LaunchPolicy::InOrder);
     file.save(&args.out)?;
-    println!("{}", summary(&file));
+    outln!("{}", summary(&file));
     eprintln!("costs written to {}", args.out.display());
     Ok(())
 }
@@ -433,7 +441,18 @@ mod tests {
 
         // The in-order traces of the same flags are other files: none is there.
         let err = run(super::tests::args(&dir, &out)).unwrap_err();
-        assert!(err.to_string().contains("are not in"), "{err}");
+        assert!(err.to_string().contains("are not in") && err.to_string().contains("configuration flags"), "{err}");
+        // Gzipped, as bench/results/ keeps them: the error says so.
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "txt") {
+                std::fs::rename(&path, format!("{}.gz", path.display())).unwrap();
+            }
+        }
+        let mut persistent = super::tests::args(&dir, &out);
+        persistent.launch = LaunchArg::Persistent;
+        let err = run(persistent).unwrap_err();
+        assert!(err.to_string().contains("gunzip them first"), "{err}");
         // The portable loop has no persistent launch.
         let mut portable = super::tests::args(&dir, &out);
         portable.launch = LaunchArg::Persistent;

@@ -55,12 +55,12 @@ pub fn run(args: CodegenArgs) -> Result<()> {
         generate(&schedule, &config, &Templates::embedded(), &target.env).map_err(|e| bad_input(e.to_string()))?;
     write_generated(&args.out, &generated)?;
     if let Some(note) = split_note {
-        println!("{note}");
+        outln!("{note}");
     }
     // The rendered files and nvcc-command.txt.
     let written = generated.files.len() + 1;
-    println!("wrote {written} files for {} ({}) to {}", schedule.name(), config, args.out.display());
-    println!("build: cd {} && {}", args.out.display(), generated.nvcc);
-    println!("run:   ./{} {}", generated.binary, generated.schedule_file);
+    outln!("wrote {written} files for {} ({}) to {}", schedule.name(), config, args.out.display());
+    outln!("build: cd {} && {}", args.out.display(), generated.nvcc);
+    outln!("run:   ./{} {}", generated.binary, generated.schedule_file);
     Ok(())
 }

@@ -125,7 +125,7 @@ pub fn run(args: ReportArgs) -> Result<()> {
 
     let report = dir.join("report.md");
     write_file(&report, &markdown(&result))?;
-    println!("{}", report.display());
+    outln!("{}", report.display());
     eprintln!("report written to {} (with sweep.png, sweep.csv, sweep.json and the Gantt charts)", report.display());
     Ok(())
 }

@@ -83,24 +83,24 @@ pub fn run(args: RunArgs) -> Result<()> {
             ordering_pairs: pairs,
             ordering_agree: agree,
         };
-        println!("{}", serde_json::to_string_pretty(&doc)?);
+        outln!("{}", serde_json::to_string_pretty(&doc)?);
     } else {
-        print!("{}", header(&setup));
-        println!(
+        out!("{}", header(&setup));
+        outln!(
             "device: {} (compute {}, driver {}), built for {}\n",
             device.name,
             device.compute_cap,
             device.driver,
             target.describe()
         );
-        print!("{}", results_table(&measured));
+        out!("{}", results_table(&measured));
         for o in &outcomes {
             if let Outcome::Skipped { schedule, reason } = o {
-                println!("{schedule}: skipped, {reason}");
+                outln!("{schedule}: skipped, {reason}");
             }
         }
         if pairs > 0 {
-            println!(
+            outln!(
                 "\nordering: the GPU agrees with the prediction on {agree} of {pairs} schedule pairs whose predicted makespans differ by more than 5%"
             );
         }

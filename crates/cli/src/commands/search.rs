@@ -113,6 +113,12 @@ pub fn run(args: SearchArgs) -> Result<()> {
         shape.search.search_seed = args.seed;
     }
     // `--schedule` names the built-ins to compare with (and start from); the search itself is implied.
+    if shape.schedule.split(',').any(|n| n.trim() == SEARCH) {
+        return Err(bad_input(
+            "dashc search: --schedule names the built-ins to compare with and start from (or all); the search \
+             itself always runs, so leave `search` out of the list",
+        ));
+    }
     shape.schedule = format!("{},{SEARCH}", shape.schedule);
     let setup = Setup::from_args(&shape)?;
     let mut req = setup.search.clone().expect("the search was asked for above");
@@ -219,13 +225,13 @@ pub fn run(args: SearchArgs) -> Result<()> {
                 .collect(),
             saved_to: args.save_schedule.as_ref().map(|p| p.display().to_string()),
         };
-        println!("{}", serde_json::to_string_pretty(&doc)?);
+        outln!("{}", serde_json::to_string_pretty(&doc)?);
         return Ok(());
     }
 
-    print!("{}", header(&setup));
-    println!();
-    println!(
+    out!("{}", header(&setup));
+    outln!();
+    outln!(
         "search: {} iterations in {:.1} s (seed {}), {} improvements, from {}",
         result.iterations,
         elapsed.as_secs_f64(),
@@ -247,16 +253,26 @@ pub fn run(args: SearchArgs) -> Result<()> {
                 s.heads_in_flight, s.name
             )
         });
-        println!("  nothing was searched: no start kept to the limit on heads in flight ({limit_flag}){needs}");
+        outln!("  nothing was searched: no start kept to the limit on heads in flight ({limit_flag}){needs}");
     } else if result.iterations == 0 {
-        println!("  the budget ended before the first round: the result is the best start");
+        let spent = match req.budget {
+            // The stop is asked only after a round, and the first round comes after the starts are built, which
+            // no budget cuts short: say where the time went when that alone outlasts the budget.
+            Budget::Secs(limit) if elapsed.as_secs_f64() > limit => format!(
+                " (building and scoring the starting schedules took {:.1} s of it, more than the {limit} s asked for)",
+                elapsed.as_secs_f64()
+            ),
+            _ => String::new(),
+        };
+        outln!("  the budget ended before the first round{spent}: the result is the best start");
     } else {
-        println!(
+        outln!(
             "  the same schedule again: --iterations {} --search-seed {} {limit_flag}{seeds_flag}",
-            result.iterations, req.seed
+            result.iterations,
+            req.seed
         );
     }
-    println!();
+    outln!();
     let summary = eval.summary();
     let mut rows = vec![vec![
         SEARCH.to_string(),
@@ -280,7 +296,7 @@ pub fn run(args: SearchArgs) -> Result<()> {
             heads.to_string(),
         ]);
     }
-    print!("{}", table(&["schedule", "makespan", "above bound", "vs search", "heads in flight"], &rows));
+    out!("{}", table(&["schedule", "makespan", "above bound", "vs search", "heads in flight"], &rows));
     let why_none = if default_lifted {
         "--no-builtin-seeds and no --max-heads-in-flight"
     } else if req.heads_in_flight == HeadsLimit::Builtins {
@@ -289,23 +305,23 @@ pub fn run(args: SearchArgs) -> Result<()> {
         "--max-heads-in-flight any"
     };
     match result.heads_limit {
-        Some(limit) => println!(
+        Some(limit) => outln!(
             "heads in flight: the search kept to at most {limit} (--max-heads-in-flight; the model has no L2, \
              docs/search.md)"
         ),
-        None => println!(
+        None => outln!(
             "heads in flight: no limit ({why_none}); schedules spread over many heads ran far slower than \
              simulated on an H100 (docs/search.md)"
         ),
     }
     for b in &result.builtins {
         if let Err(reason) = &b.makespan {
-            println!("{}: skipped, {}", b.kind.name(), setup.in_ideal_terms(reason));
+            outln!("{}: skipped, {}", b.kind.name(), setup.in_ideal_terms(reason));
         }
     }
-    println!();
+    outln!();
     let pb = &result.problem_bounds;
-    println!(
+    outln!(
         "bound, any whole-column schedule: {} = max(work / P {}, longest column {}, column packing {}, reduction chain {})",
         num(bound_any),
         num(pb.work),
@@ -314,7 +330,7 @@ pub fn run(args: SearchArgs) -> Result<()> {
         num(pb.reduction_chain)
     );
     let b = &eval.bounds;
-    println!(
+    outln!(
         "certificate: makespan {} >= best bound {} (this schedule: work / P {}, longest unit {}, critical path {}): gap {:.2}%",
         num(eval.makespan()),
         num(certified),
@@ -324,7 +340,7 @@ pub fn run(args: SearchArgs) -> Result<()> {
         gap(eval.makespan(), certified)
     );
     if let Some(best) = &best_builtin {
-        println!(
+        outln!(
             "best built-in: {} {}; search is {:.2}% lower",
             best.schedule,
             num(best.makespan),
@@ -332,7 +348,8 @@ pub fn run(args: SearchArgs) -> Result<()> {
         );
     }
     if let Some(path) = &args.save_schedule {
-        println!("schedule written to {}", path.display());
+        // On stderr, as every other command's note of a file written: stdout is the result.
+        eprintln!("schedule written to {}", path.display());
     }
     Ok(())
 }

@@ -82,7 +82,7 @@ pub fn run(args: SimulateArgs) -> Result<()> {
         let file = TimelineFile::predicted(&setup, schedules.collect());
         let text = serde_json::to_string(&file)?;
         if timeline_to_stdout {
-            println!("{text}");
+            outln!("{text}");
             return Ok(());
         }
         write_file(path, &text)?;
@@ -90,8 +90,8 @@ pub fn run(args: SimulateArgs) -> Result<()> {
     if args.json {
         return print_results_json("simulate", &setup, &outcomes);
     }
-    print!("{}", header(&setup));
-    println!();
+    out!("{}", header(&setup));
+    outln!();
     let mut rows = Vec::new();
     for o in &outcomes {
         if let Outcome::Done(k) = o {
@@ -121,14 +121,14 @@ pub fn run(args: SimulateArgs) -> Result<()> {
         "max SM wait",
         "heads in flight",
     ];
-    print!("{}", table(&headers, &rows));
+    out!("{}", table(&headers, &rows));
     for o in &outcomes {
         if let Outcome::Skipped { schedule, reason } = o {
-            println!("{schedule}: skipped, {reason}");
+            outln!("{schedule}: skipped, {reason}");
         }
     }
     if setup.costs.variability.is_some() && setup.costs.decoupled() {
-        println!(
+        outln!(
             "note: these simulations keep every phase at its cost; run, bench and validate predict the GPU's time as \
              the mean of runs with the phases drawn around their costs (docs/calibration.md, \"Phase variability\")"
         );
@@ -136,7 +136,7 @@ pub fn run(args: SimulateArgs) -> Result<()> {
     if args.per_sm {
         for o in &outcomes {
             if let Outcome::Done(k) = o {
-                println!("\n{} per SM:", k.name);
+                outln!("\n{} per SM:", k.name);
                 let rows: Vec<Vec<String>> = k
                     .extra
                     .per_sm
@@ -144,7 +144,7 @@ pub fn run(args: SimulateArgs) -> Result<()> {
                     .enumerate()
                     .map(|(i, s)| vec![format!("SM {i}"), s.units.to_string(), num(s.busy), num(s.wait), num(s.idle)])
                     .collect();
-                print!("{}", table(&["sm", "units", "busy", "waiting", "idle"], &rows));
+                out!("{}", table(&["sm", "units", "busy", "waiting", "idle"], &rows));
             }
         }
     }

@@ -31,9 +31,9 @@ pub fn run(args: SweepArgs) -> Result<()> {
     let mut stdout_taken = false;
     let mut emit = |p: &Path, text: String| -> Result<()> {
         if p == Path::new("-") {
-            print!("{text}");
+            out!("{text}");
             if !text.ends_with('\n') {
-                println!();
+                outln!();
             }
             stdout_taken = true;
             Ok(())
@@ -51,10 +51,10 @@ pub fn run(args: SweepArgs) -> Result<()> {
         plot::save(&SweepPlot::new(&result), p)?;
     }
     if !stdout_taken {
-        print!("{}", sweep::preamble(&result));
-        println!();
-        print!("{}", sweep::table(&result));
-        print!("{}", sweep::skipped_lines(&result));
+        out!("{}", sweep::preamble(&result));
+        outln!();
+        out!("{}", sweep::table(&result));
+        out!("{}", sweep::skipped_lines(&result));
     }
     for (what, p) in [("json", &args.json), ("csv", &args.csv), ("plot", &args.plot)] {
         if let Some(p) = p.as_deref().filter(|p| *p != Path::new("-")) {

@@ -50,7 +50,7 @@ pub fn trace(
     write_atomic(path, &serde_json::to_string(&timeline)?)?;
     let traced_ms = run.result.time_ms.main_median;
     let plain_ms = plain.and_then(|m| m.deterministic.time_ms.main_median);
-    println!(
+    outln!(
         "\ntrace: {} ({} units, {} tasks), traced makespan {:.1} µs, written to {}",
         schedule.name(),
         run.trace.header.units,
@@ -59,20 +59,15 @@ pub fn trace(
         path.display()
     );
     if let (Some(t), Some(p)) = (traced_ms, plain_ms) {
-        println!(
-            "trace overhead: main kernel {:.4} ms traced vs {:.4} ms plain ({:+.2}%)",
-            t,
-            p,
-            100.0 * (t / p - 1.0)
-        );
+        outln!("trace overhead: main kernel {:.4} ms traced vs {:.4} ms plain ({:+.2}%)", t, p, 100.0 * (t / p - 1.0));
     }
     if let Some(line) = clock_line(run.result.clocks.as_ref(), plain.and_then(|m| m.deterministic.clocks.as_ref())) {
-        println!("{line}");
+        outln!("{line}");
     }
     if setup.calibrated.is_some()
         && let Some(m) = plain
     {
-        println!("prediction (calibrated): {:.1} µs", m.predicted_makespan);
+        outln!("prediction (calibrated): {:.1} µs", m.predicted_makespan);
     }
     // The phases of this one run, beside the calibration's where there is one: where the prediction goes wrong.
     let mut samples = Samples {
@@ -84,10 +79,10 @@ pub fn trace(
     match samples.add_run(&schedule, &run.trace.units) {
         Ok(()) => {
             let calibration = setup.calibrated.as_ref().map(|c| c.fit.phases());
-            print!("\n{}", phase_table(&samples.phases(), calibration.as_ref()));
+            out!("\n{}", phase_table(&samples.phases(), calibration.as_ref()));
             let launch = schedule.machine().launch;
             if let Some(c) = setup.calibrated.as_ref().filter(|c| c.traced_launch != launch) {
-                println!(
+                outln!(
                     "(this trace ran the {} launch, the calibration the {}: their unit loads are measured from \
                      different points, docs/calibration.md)",
                     launch.name(),
@@ -95,7 +90,7 @@ pub fn trace(
                 );
             }
         }
-        Err(e) => println!("phases of this trace: not fitted ({e})"),
+        Err(e) => outln!("phases of this trace: not fitted ({e})"),
     }
     Ok(())
 }

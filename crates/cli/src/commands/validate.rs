@@ -1339,8 +1339,8 @@ fn report(
         write_clock_section(&mut doc, &rows);
     }
     write_atomic(&args.doc, &doc)?;
-    print!("{}", table(&["rows", "n", "median", "p90", "max"], &erows));
-    println!("model's choice within 2% of the measured best: {within} of {configs} configurations");
+    out!("{}", table(&["rows", "n", "median", "p90", "max"], &erows));
+    outln!("model's choice within 2% of the measured best: {within} of {configs} configurations");
     eprintln!("report written to {}", args.doc.display());
     Ok(())
 }

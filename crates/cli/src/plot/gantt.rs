@@ -186,8 +186,13 @@ impl<'a> Gantt<'a> {
                 }
                 plot_h
             }
-            // Lanes of 3 to 24 pixels, about 360 pixels a panel; capped so that absurd SM counts stay drawable.
-            None => (lanes as i32 * (360 / lanes.max(1) as i32).clamp(3, 24)).min(4000),
+            // Lanes of 3 to 24 pixels, about 360 pixels a panel; capped so that absurd SM counts stay drawable,
+            // and so that the whole image stays within the largest side --height accepts.
+            None => {
+                let auto = (lanes as i32 * (360 / lanes.max(1) as i32).clamp(3, 24)).min(4000);
+                let fits = (super::MAX_SIDE as i32 - fixed) / panels.len().max(1) as i32;
+                auto.min(fits.max(40))
+            }
         };
         Ok(Gantt {
             title,
@@ -271,6 +276,7 @@ fn describe(parts: &[Part], panels: &[Panel]) -> (String, String) {
             if c.unit_start > 0.0 || c.unit_finish > 0.0 {
                 sub.push_str(&format!(", unit start {} / finish {}", num(c.unit_start), num(c.unit_finish)));
             }
+            sub.push_str(&crate::output::model_switches(c));
         }
     }
     (title, sub)
@@ -538,6 +544,52 @@ impl Gantt<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The automatic height keeps within the largest side `--height` accepts, however many SMs and schedules.
+    #[test]
+    fn the_automatic_height_stays_within_the_largest_side() {
+        use crate::timeline::SegmentJson;
+        let sms = 4096;
+        let schedule = |name: &str| TimelineSchedule {
+            schedule: name.to_string(),
+            makespan: 1.0,
+            best_bound: None,
+            segments: vec![SegmentJson {
+                sm: sms - 1,
+                unit: 0,
+                bh: 0,
+                kv: 0,
+                q: Some(0),
+                kind: SegmentKind::Compute,
+                start: 0.0,
+                end: 1.0,
+            }],
+        };
+        let file = TimelineFile {
+            format: "dashc-timeline".into(),
+            schema_version: 1,
+            source: "predicted".into(),
+            time_unit: "tile-compute".into(),
+            problem: dag_model::ProblemSpec {
+                batch: 1,
+                heads: 1,
+                kv_heads: 1,
+                seqlen_q: 128,
+                seqlen_k: 128,
+                head_dim: 64,
+                block_m: 128,
+                block_n: 128,
+            },
+            mask: dag_model::Mask::Full,
+            machine: schedulers::Machine { sms, launch: schedulers::LaunchPolicy::InOrder },
+            costs: None,
+            schedules: (0..7).map(|i| schedule(&format!("s{i}"))).collect(),
+        };
+        let part = Part { file: &file, schedules: file.schedules.iter().collect(), name: "t".into() };
+        let chart = Gantt::stacked(vec![part], 1600, None).unwrap();
+        let (_, h) = chart.size();
+        assert!(h <= super::super::MAX_SIDE && h > 7 * 40, "{h}");
+    }
 
     #[test]
     fn lane_labels_stay_apart() {

@@ -4,6 +4,7 @@
 
 use anyhow::Result;
 use plotters::coord::Shift;
+use plotters::element::DashedPathElement;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
@@ -22,21 +23,43 @@ const PANEL_W: i32 = 600;
 const PANEL_H: i32 = 400;
 const LEGEND_FONT: f64 = 14.0;
 
-/// Okabe-Ito colours; naive in black as the baseline.
-const PALETTE: [u32; 8] = [0x000000, 0xE69F00, 0x0072B2, 0x009E73, 0xCC79A7, 0xD55E00, 0x56B4E9, 0xF0E442];
+/// Okabe-Ito colours for the built-ins (naive in black as the baseline), then Paul Tol's wine, teal and grey for
+/// other schedules (a search result, a schedule file).
+const PALETTE: [u32; 10] =
+    [0x000000, 0xE69F00, 0x0072B2, 0x009E73, 0xCC79A7, 0xD55E00, 0x56B4E9, 0x882255, 0x44AA99, 0x999999];
 
 fn colour(k: usize) -> RGBColor {
     hex(PALETTE[k % PALETTE.len()])
 }
 
-/// The colour and marker index of a schedule: fixed for the built-ins, so a schedule looks the same in every
-/// plot whichever others are beside it; other schedules (a search result) take the next ones in order.
-fn style_index(name: &str, all: &[String]) -> usize {
-    let builtin = ScheduleKind::ALL.iter().position(|k| k.name() == name);
-    builtin.unwrap_or_else(|| {
-        let others = all.iter().filter(|n| !ScheduleKind::ALL.iter().any(|k| k.name() == n.as_str()));
-        ScheduleKind::ALL.len() + others.take_while(|n| n.as_str() != name).count()
-    })
+/// The suffix of a schedule's name in a sweep with `--split-tail`: the same order with its last wave split.
+const SPLIT_SUFFIX: &str = "+split";
+
+/// How a schedule is drawn: its colour and marker index, and whether it is a split variant.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Style {
+    index: usize,
+    /// A split variant: drawn in its base schedule's colour and marker, dashed and hollow, so the pair reads
+    /// as one schedule with and without the split.
+    split: bool,
+}
+
+/// The style of a schedule: fixed for the built-ins, so a schedule looks the same in every plot whichever
+/// others are beside it; other schedules (a search result) take the next ones in order. A `+split` variant
+/// takes its base schedule's index.
+fn style_of(name: &str, all: &[String]) -> Style {
+    let (base, split) = match name.strip_suffix(SPLIT_SUFFIX) {
+        Some(base) => (base, true),
+        None => (name, false),
+    };
+    let is_builtin = |n: &str| ScheduleKind::ALL.iter().any(|k| k.name() == n);
+    let index = ScheduleKind::ALL.iter().position(|k| k.name() == base).unwrap_or_else(|| {
+        let mut others: Vec<&str> =
+            all.iter().map(|n| n.strip_suffix(SPLIT_SUFFIX).unwrap_or(n)).filter(|n| !is_builtin(n)).collect();
+        others.dedup();
+        ScheduleKind::ALL.len() + others.iter().take_while(|n| **n != base).count()
+    });
+    Style { index, split }
 }
 
 /// Each schedule also gets its own marker, so lines that coincide (as naive, descending and spt do on full
@@ -52,17 +75,29 @@ enum Marker {
 
 const MARKERS: [Marker; 5] = [Marker::Circle, Marker::Square, Marker::Triangle, Marker::Diamond, Marker::Cross];
 
-fn draw_marker<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, k: usize, (x, y): (i32, i32)) -> Result<()> {
-    let c = colour(k);
+fn draw_marker<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, style: Style, (x, y): (i32, i32)) -> Result<()> {
+    let c = colour(style.index);
+    // Split variants: the same shape, hollow.
+    let paint = if style.split { c.stroke_width(2) } else { c.filled() };
     let r = 5;
-    match MARKERS[k % MARKERS.len()] {
-        Marker::Circle => root.draw(&Circle::new((x, y), r, c.filled())),
-        Marker::Square => root.draw(&Rectangle::new([(x - r + 1, y - r + 1), (x + r, y + r)], c.filled())),
+    match MARKERS[style.index % MARKERS.len()] {
+        Marker::Circle => root.draw(&Circle::new((x, y), r, paint)),
+        Marker::Square => root.draw(&Rectangle::new([(x - r + 1, y - r + 1), (x + r, y + r)], paint)),
         Marker::Triangle => {
-            root.draw(&Polygon::new(vec![(x, y - r - 1), (x - r - 1, y + r), (x + r + 1, y + r)], c.filled()))
+            let corners = vec![(x, y - r - 1), (x - r - 1, y + r), (x + r + 1, y + r)];
+            if style.split {
+                root.draw(&PathElement::new(closed(corners), paint))
+            } else {
+                root.draw(&Polygon::new(corners, paint))
+            }
         }
         Marker::Diamond => {
-            root.draw(&Polygon::new(vec![(x, y - r - 1), (x + r + 1, y), (x, y + r + 1), (x - r - 1, y)], c.filled()))
+            let corners = vec![(x, y - r - 1), (x + r + 1, y), (x, y + r + 1), (x - r - 1, y)];
+            if style.split {
+                root.draw(&PathElement::new(closed(corners), paint))
+            } else {
+                root.draw(&Polygon::new(corners, paint))
+            }
         }
         Marker::Cross => {
             root.draw(&PathElement::new(vec![(x - r, y - r), (x + r, y + r)], c.stroke_width(3))).map_err(drawing)?;
@@ -70,6 +105,50 @@ fn draw_marker<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, k: usize, (x, 
         }
     }
     .map_err(drawing)
+}
+
+/// A polygon's outline: its corners with the first repeated at the end.
+fn closed(mut corners: Vec<(i32, i32)>) -> Vec<(i32, i32)> {
+    corners.push(corners[0]);
+    corners
+}
+
+/// A line in a schedule's style between two pixels: solid, or dashed for a split variant.
+fn draw_line<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    style: Style,
+    a: (i32, i32),
+    b: (i32, i32),
+) -> Result<()> {
+    let paint = colour(style.index).stroke_width(2);
+    if style.split {
+        root.draw(&DashedPathElement::new(vec![a, b], 6, 4, paint)).map_err(drawing)
+    } else {
+        root.draw(&PathElement::new(vec![a, b], paint)).map_err(drawing)
+    }
+}
+
+/// The width of one legend entry: its line sample, the name, and the gap to the next.
+fn legend_item_w(name: &str) -> i32 {
+    38 + text_width(name, LEGEND_FONT) as i32 + 26
+}
+
+/// Greedy line filling of the legend's names into rows no wider than `width` (at least one name a row).
+fn legend_rows(names: &[String], width: i32) -> Vec<Vec<String>> {
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    let mut used = 0;
+    for name in names {
+        let w = legend_item_w(name);
+        match rows.last_mut() {
+            Some(row) if used + w <= width => row.push(name.clone()),
+            _ => {
+                rows.push(vec![name.clone()]);
+                used = 0;
+            }
+        }
+        used += w;
+    }
+    rows
 }
 
 /// The sweep plot of a result.
@@ -84,6 +163,8 @@ pub struct SweepPlot<'a> {
     /// Title and subtitle, wrapped to the width.
     title: Vec<String>,
     subtitle: Vec<String>,
+    /// The schedules' names, wrapped into rows that fit the width.
+    legend: Vec<Vec<String>>,
 }
 
 impl<'a> SweepPlot<'a> {
@@ -122,7 +203,7 @@ impl<'a> SweepPlot<'a> {
         let c = &result.costs;
         let subtitle = format!(
             "{} tokens per configuration (batch = {} / seqlen), hidden {} (heads = {} / head dim), {} SMs, {} launch; \
-             costs: compute {}, reduce {}, hand-off {} ({})",
+             costs: compute {}, reduce {}, hand-off {}{} ({})",
             result.tokens,
             result.tokens,
             result.hidden,
@@ -132,14 +213,20 @@ impl<'a> SweepPlot<'a> {
             num(c.compute),
             num(c.reduce),
             num(c.handoff),
+            crate::output::model_switches(c),
             if result.time_unit == "us" { "µs, calibrated" } else { "uncalibrated" }
         );
         let subtitle = wrap(&subtitle, SUBTITLE_FONT, false, width);
-        SweepPlot { result, masks, head_dims, y_lo, x_range: (lo - 0.4, hi + 0.4), title, subtitle }
+        let legend = legend_rows(&result.schedules, width as i32);
+        SweepPlot { result, masks, head_dims, y_lo, x_range: (lo - 0.4, hi + 0.4), title, subtitle, legend }
     }
 
     fn header_h(&self) -> i32 {
-        MARGIN + self.title.len() as i32 * TITLE_LINE_H + self.subtitle.len() as i32 * SUBTITLE_LINE_H + LEGEND_H + 4
+        MARGIN
+            + self.title.len() as i32 * TITLE_LINE_H
+            + self.subtitle.len() as i32 * SUBTITLE_LINE_H
+            + self.legend.len() as i32 * LEGEND_H
+            + 4
     }
 }
 
@@ -163,16 +250,18 @@ impl Figure for SweepPlot<'_> {
             y += SUBTITLE_LINE_H;
         }
 
-        // Legend: one line-and-marker sample per schedule.
-        let mut x = MARGIN;
-        let y = y + LEGEND_H / 2;
-        for name in &r.schedules {
-            let k = style_index(name, &r.schedules);
-            root.draw(&PathElement::new(vec![(x, y), (x + 30, y)], colour(k).stroke_width(2))).map_err(drawing)?;
-            draw_marker(root, k, (x + 15, y))?;
-            let style = font(LEGEND_FONT).pos(Pos::new(HPos::Left, VPos::Center));
-            root.draw(&Text::new(name.as_str(), (x + 38, y), style)).map_err(drawing)?;
-            x += 38 + text_width(name, LEGEND_FONT) as i32 + 26;
+        // Legend: one line-and-marker sample per schedule, in rows that fit the width.
+        for (i, row) in self.legend.iter().enumerate() {
+            let mut x = MARGIN;
+            let y = y + i as i32 * LEGEND_H + LEGEND_H / 2;
+            for name in row {
+                let style = style_of(name, &r.schedules);
+                draw_line(root, style, (x, y), (x + 30, y))?;
+                draw_marker(root, style, (x + 15, y))?;
+                let text = font(LEGEND_FONT).pos(Pos::new(HPos::Left, VPos::Center));
+                root.draw(&Text::new(name.as_str(), (x + 38, y), text)).map_err(drawing)?;
+                x += legend_item_w(name);
+            }
         }
 
         let top = self.header_h();
@@ -233,7 +322,7 @@ impl SweepPlot<'_> {
             .map_err(drawing)?;
         let n = self.result.schedules.len();
         for (position, name) in self.result.schedules.iter().enumerate() {
-            let k = style_index(name, &self.result.schedules);
+            let style = style_of(name, &self.result.schedules);
             let mut points: Vec<(f64, f64)> = rows
                 .iter()
                 .filter(|r| &r.schedule == name)
@@ -247,9 +336,12 @@ impl SweepPlot<'_> {
             // naive, descending and spt have on full masks, show as parallel lines instead of one.
             let dodge = (position as f64 - (n as f64 - 1.0) / 2.0) * 0.05;
             let points: Vec<(f64, f64)> = points.into_iter().map(|(x, y)| (x + dodge, y)).collect();
-            chart.draw_series(LineSeries::new(points.clone(), colour(k).stroke_width(2))).map_err(drawing)?;
-            for p in points {
-                draw_marker(root, k, chart.backend_coord(&p))?;
+            let pixels: Vec<(i32, i32)> = points.iter().map(|p| chart.backend_coord(p)).collect();
+            for pair in pixels.windows(2) {
+                draw_line(root, style, pair[0], pair[1])?;
+            }
+            for p in pixels {
+                draw_marker(root, style, p)?;
             }
         }
         Ok(())
@@ -265,9 +357,42 @@ mod tests {
         let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         let all = names(&["naive", "descending", "spt", "shift", "symmetric-shift", "search"]);
         let some = names(&["search", "symmetric-shift"]);
-        assert_eq!(style_index("symmetric-shift", &all), style_index("symmetric-shift", &some));
+        assert_eq!(style_of("symmetric-shift", &all), style_of("symmetric-shift", &some));
         // The first schedule that is not a built-in takes the first style after theirs, in any company.
-        assert_eq!(style_index("search", &all), ScheduleKind::ALL.len());
-        assert_eq!(style_index("search", &some), ScheduleKind::ALL.len());
+        assert_eq!(style_of("search", &all).index, ScheduleKind::ALL.len());
+        assert_eq!(style_of("search", &some).index, ScheduleKind::ALL.len());
+    }
+
+    /// With `--split-tail` a sweep has every schedule twice: a split variant shares its base's colour and
+    /// marker (drawn dashed and hollow), and no two base schedules share a colour.
+    #[test]
+    fn split_variants_take_their_base_colour_and_no_two_schedules_share_one() {
+        let mut all: Vec<String> = ScheduleKind::ALL.iter().map(|k| k.name().to_string()).collect();
+        all.push("search".into());
+        let bases = all.clone();
+        all.extend(bases.iter().map(|n| format!("{n}{SPLIT_SUFFIX}")));
+        for base in &bases {
+            let (plain, split) = (style_of(base, &all), style_of(&format!("{base}{SPLIT_SUFFIX}"), &all));
+            assert_eq!((plain.index, plain.split, split.split), (split.index, false, true), "{base}");
+        }
+        let colours: std::collections::HashSet<u32> =
+            bases.iter().map(|n| PALETTE[style_of(n, &all).index % PALETTE.len()]).collect();
+        assert_eq!(colours.len(), bases.len(), "{bases:?}");
+    }
+
+    /// The legend wraps instead of running off the image: every row fits the width, and every name is in it.
+    #[test]
+    fn the_legend_wraps_to_the_width() {
+        let names: Vec<String> = ScheduleKind::ALL
+            .iter()
+            .flat_map(|k| [k.name().to_string(), format!("{}{SPLIT_SUFFIX}", k.name())])
+            .collect();
+        let width = 2 * PANEL_W;
+        let rows = legend_rows(&names, width);
+        assert!(rows.len() > 1);
+        for row in &rows {
+            assert!(row.len() == 1 || row.iter().map(|n| legend_item_w(n)).sum::<i32>() <= width, "{row:?}");
+        }
+        assert_eq!(rows.concat(), names);
     }
 }

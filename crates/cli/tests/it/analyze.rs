@@ -112,3 +112,20 @@ fn split_tail_adds_each_built_in_with_its_last_pass_spread() {
     assert!(makespan(1) < makespan(0) * 0.98, "{} against {}", makespan(1), makespan(0));
     assert_eq!(results[1]["tasks"], results[0]["tasks"]);
 }
+
+/// A table's header names the model's switches that were on: two tables of different models never read the
+/// same above different makespans.
+#[test]
+fn the_header_names_the_model_switches() {
+    let base = ["simulate", "--seqlen", "1024", "--launch", "persistent", "--unit-start", "1", "--schedule", "naive"];
+    let plain = stdout(&dashc(&base));
+    let mut with = base.to_vec();
+    with.extend(["--dq-writers", "2", "--kernel-epilogues", "--kv-load-overlap", "--poll", "0.1"]);
+    let switched = stdout(&dashc(&with));
+    let costs_line = |t: &str| t.lines().find(|l| l.starts_with("machine:")).unwrap().to_string();
+    assert!(!costs_line(&plain).contains("dQ writers") && !costs_line(&plain).contains("poll"), "{plain}");
+    assert!(
+        costs_line(&switched).contains(", poll 0.1; kernel epilogues, 2 dQ writers, K/V load overlap"),
+        "{switched}"
+    );
+}

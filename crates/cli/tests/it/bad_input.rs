@@ -1,6 +1,6 @@
 //! Every user mistake: one line on stderr, exit code 2, no panic.
 
-use crate::common::{dashc, fails_with, stdout};
+use crate::common::{dashc, fails_with, stderr, stdout};
 
 #[test]
 fn sizes_must_be_positive() {
@@ -159,6 +159,27 @@ fn ideal_flags_go_together() {
             2,
             &format!("the argument '--ideal' cannot be used with '{flag} "),
         );
+    }
+    // Its costs are the closed forms' constant c and r and free hand-offs: the other cost flags would print a
+    // different model under the idealized header.
+    for flag in ["--handoff", "--poll", "--unit-start", "--unit-finish", "--dq-writers", "--compute-partial"] {
+        fails_with(
+            &["bounds", "--ideal", "--tiles", "8", flag, "1"],
+            2,
+            &format!("the argument '--ideal' cannot be used with '{flag} "),
+        );
+    }
+    for flag in ["--kernel-epilogues", "--dq-deferred", "--kv-load-overlap", "--scale-by-fraction"] {
+        fails_with(
+            &["bounds", "--ideal", "--tiles", "8", flag],
+            2,
+            &format!("the argument '--ideal' cannot be used with '{flag}'"),
+        );
+    }
+    // c and r stay free: the closed forms take them.
+    for flag in ["--compute", "--reduce"] {
+        let out = dashc(&["bounds", "--ideal", "--tiles", "8", flag, "0.5"]);
+        assert!(out.status.success(), "{flag}: {}", stderr(&out));
     }
 }
 

@@ -32,3 +32,19 @@ fn a_closed_stdout_ends_dashc_without_a_panic() {
         }
     }
 }
+
+/// A stdout that cannot take the output (redirected to a full disk) is an error like any failed write: one line
+/// on stderr and exit 2, not a panic. /dev/full fails every write with ENOSPC; the table and the `--json`
+/// document go through the same writer.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_full_stdout_is_an_error_not_a_panic() {
+    for args in [&["sweep"][..], &["bounds", "--json"], &["simulate", "--per-sm"]] {
+        let full = std::fs::OpenOptions::new().write(true).open("/dev/full").expect("/dev/full opens");
+        let out = Command::new(env!("CARGO_BIN_EXE_dashc")).args(args).stdout(full).output().expect("dashc runs");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!err.contains("panicked"), "dashc {args:?} panicked: {err}");
+        assert_eq!(out.status.code(), Some(2), "dashc {args:?}: {err}");
+        assert!(err.contains("cannot write to standard output"), "dashc {args:?}: {err}");
+    }
+}

@@ -417,3 +417,50 @@ fn a_file_of_another_format_names_its_format() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A time budget shorter than building the starting schedules ends the search before its first round, and the
+/// output says where the time went instead of leaving a user to wonder why 1 µs took longer.
+#[test]
+fn a_budget_spent_on_the_starts_is_explained() {
+    let out = dashc(&["search", "--seqlen", "4096", "--budget-secs", "0.000001"]);
+    assert!(out.status.success(), "{}", crate::common::stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("search: 0 iterations"), "{text}");
+    assert!(
+        text.contains("building and scoring the starting schedules took") && text.contains("more than the 0.000001 s"),
+        "{text}"
+    );
+}
+
+/// `sweep` takes the search's move budget and seed with `search` among its schedules (docs/search.md), and
+/// refuses them, as the other commands do, without it.
+#[test]
+fn sweep_takes_the_search_budget_with_search_among_its_schedules() {
+    let shape = ["--seqlens", "512", "--head-dims", "64", "--masks", "causal"];
+    let with = |extra: &[&'static str]| {
+        let mut v = vec!["sweep"];
+        v.extend_from_slice(&shape);
+        v.extend_from_slice(extra);
+        v
+    };
+    let out = dashc(&with(&["--schedules", "search,naive", "--iterations", "10", "--search-seed", "3"]));
+    assert!(out.status.success(), "{}", crate::common::stderr(&out));
+    assert!(stdout(&out).lines().any(|l| l.contains(" search ")), "{}", stdout(&out));
+    // The same flags twice give the same bytes.
+    let again = dashc(&with(&["--schedules", "search,naive", "--iterations", "10", "--search-seed", "3"]));
+    assert_eq!(out.stdout, again.stdout);
+    fails_with(&with(&["--schedules", "naive", "--iterations", "10"]), 2, "apply to --schedule search");
+    fails_with(&with(&["--schedules", "search", "--iterations", "0"]), 2, "--iterations must be at least 1");
+}
+
+/// In `dashc search`, `--schedule` lists the built-ins to compare with: `search` in it is a mistake (the search
+/// always runs), refused with a hint instead of a run compared with nothing.
+#[test]
+fn search_refuses_search_among_its_builtins() {
+    fails_with(&args(&["search"], &["--iterations", "5", "--schedule", "search"]), 2, "leave `search` out of the list");
+    fails_with(
+        &args(&["search"], &["--iterations", "5", "--schedule", "naive,search"]),
+        2,
+        "--schedule names the built-ins to compare with",
+    );
+}
