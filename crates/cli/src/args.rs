@@ -118,17 +118,17 @@ impl ConfigsArgs {
 
 /// The flags whose values `--ideal` sets itself (batch 1, N x N square tiles per head, P = N SMs): given beside
 /// it they would be silently overridden. (`--costs` is refused by the setup, with its own message.)
-/// Beside them, the cost flags beyond the closed forms' constant c and r (`--compute`, `--reduce`): the
-/// idealized model has free hand-offs and none of the kernel's phases, and a value given for one would change
-/// what is printed as idealized.
-const IDEAL_SETS: [&str; 18] = [
-    "batch",
-    "kv_heads",
-    "seqlen",
-    "seqlen_k",
-    "block_m",
-    "block_n",
-    "sms",
+const IDEAL_SETS: [&str; 7] = ["batch", "kv_heads", "seqlen", "seqlen_k", "block_m", "block_n", "sms"];
+
+/// What `--ideal` refuses beside it: the flags it sets, and the cost flags beyond the closed forms' constant c
+/// and r (`--compute`, `--reduce`): the idealized model has free hand-offs and none of the kernel's phases, and a
+/// value given for one would change what is printed as idealized.
+fn ideal_conflicts() -> impl IntoIterator<Item = &'static str> {
+    IDEAL_SETS.into_iter().chain(KERNEL_COST_FLAGS)
+}
+
+/// The cost flags beyond a tile's compute and a dQ add: the hand-off, the kernel's phases and the model's switches.
+const KERNEL_COST_FLAGS: [&str; 11] = [
     "compute_partial",
     "scale_by_fraction",
     "handoff",
@@ -141,6 +141,11 @@ const IDEAL_SETS: [&str; 18] = [
     "unit_finish",
     "dkv_reduce",
 ];
+
+/// Every cost flag: what a costs file replaces.
+fn cost_flags() -> impl IntoIterator<Item = &'static str> {
+    ["compute", "reduce"].into_iter().chain(KERNEL_COST_FLAGS)
+}
 
 /// The problem, its mask and the machine.
 #[derive(Debug, Clone, Args)]
@@ -215,7 +220,7 @@ pub struct ShapeArgs {
     /// The paper's idealized setting: P = N SMs, square tiles, --heads heads, constant costs (--compute,
     /// --reduce), free hand-offs (the shape and machine flags it sets, and the other cost flags, are refused
     /// beside it)
-    #[arg(long, requires = "tiles", conflicts_with_all = IDEAL_SETS)]
+    #[arg(long, requires = "tiles", conflicts_with_all = ideal_conflicts())]
     pub ideal: bool,
     /// With --ideal: tiles per head N, 1 to 4096 (also the number of SMs)
     #[arg(allow_negative_numbers = true, long, value_name = "N", requires = "ideal", value_parser = sms_range())]
@@ -284,7 +289,7 @@ pub struct CostArgs {
     #[arg(allow_negative_numbers = true, long, value_name = "R")]
     pub dkv_reduce: Option<f64>,
     /// Calibrated costs (µs) from `dashc calibrate` (docs/calibration.md); replace the flags above
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["compute", "compute_partial", "scale_by_fraction", "reduce", "handoff", "poll", "kernel_epilogues", "dq_writers", "dq_deferred", "kv_load_overlap", "unit_start", "unit_finish", "dkv_reduce"])]
+    #[arg(long, value_name = "FILE", conflicts_with_all = cost_flags())]
     pub costs: Option<PathBuf>,
 }
 
@@ -340,7 +345,7 @@ pub struct GanttArgs {
     pub compare: Option<String>,
     /// Draw this timeline file (docs/timeline-format.md) instead of simulating; shape flags do not apply. Give it
     /// again to stack timelines of one problem and time unit (a prediction and a measurement) on one time axis
-    #[arg(long, value_name = "FILE", conflicts_with_all = GANTT_SHAPE_FLAGS)]
+    #[arg(long, value_name = "FILE", conflicts_with_all = gantt_shape_conflicts())]
     pub timeline: Vec<PathBuf>,
     /// Image width in pixels, 320 to 16000
     #[arg(allow_negative_numbers = true, long, default_value_t = 1600, value_name = "PX", value_parser = side_range())]
@@ -350,8 +355,8 @@ pub struct GanttArgs {
     pub height: Option<u32>,
 }
 
-/// The simulation flags that a timeline file replaces.
-const GANTT_SHAPE_FLAGS: [&str; 40] = [
+/// The simulation flags that a timeline file replaces, beside `KERNEL_COST_FLAGS`.
+const GANTT_SHAPE_FLAGS: [&str; 29] = [
     "batch",
     "heads",
     "kv_heads",
@@ -378,21 +383,15 @@ const GANTT_SHAPE_FLAGS: [&str; 40] = [
     "ideal",
     "tiles",
     "compute",
-    "compute_partial",
-    "scale_by_fraction",
     "reduce",
-    "handoff",
-    "poll",
-    "kernel_epilogues",
-    "dq_writers",
-    "dq_deferred",
-    "kv_load_overlap",
-    "unit_start",
-    "unit_finish",
-    "dkv_reduce",
     "costs",
     "split_tail",
 ];
+
+/// What `--timeline` refuses beside it: every simulation flag, the cost flags among them.
+fn gantt_shape_conflicts() -> impl IntoIterator<Item = &'static str> {
+    GANTT_SHAPE_FLAGS.into_iter().chain(KERNEL_COST_FLAGS)
+}
 
 /// A family of configurations (the DASH paper's 24 by default) and the flags they share; used by `sweep`
 /// and `bench`.
