@@ -118,7 +118,6 @@ pub fn result_json<'a, T: Serialize>(setup: &Setup, outcome: &'a Outcome<Kept<T>
     }
 }
 
-/// Two header lines describing the problem, machine and costs.
 /// Writes to standard output. A failed write (stdout redirected to a full disk) becomes an error that exits 2,
 /// as a failed write to a named file does, where `print!` would panic. A closed pipe never gets here: the
 /// restored SIGPIPE ends the process at that write (`main`).
@@ -134,6 +133,7 @@ pub fn flush_stdout() -> Result<()> {
     std::io::stdout().flush().map_err(|e| bad_input(format!("cannot write to standard output: {e}")))
 }
 
+/// Two header lines describing the problem, machine and costs.
 pub fn header(s: &Setup) -> String {
     let p = &s.problem;
     let mut out = String::new();
@@ -223,7 +223,7 @@ pub fn model_switches(c: &CostModel) -> String {
     .flatten()
     .collect();
     if !switches.is_empty() {
-        let _ = write!(out, "; {}", switches.join(", "));
+        let _ = write!(out, ", with {}", switches.join(", "));
     }
     out
 }

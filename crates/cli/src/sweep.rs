@@ -225,6 +225,15 @@ pub struct SweepResult {
     pub machine: Machine,
     pub costs: CostModel,
     pub time_unit: &'static str,
+    /// The search that made the `search` rows, if any: its rows depend on it.
+    pub search: Option<SearchUsed>,
+}
+
+/// The move budget and seed of each configuration's search.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct SearchUsed {
+    pub iterations: u64,
+    pub seed: u64,
 }
 
 /// A schedule that some configurations of a sweep skipped for one reason.
@@ -327,6 +336,11 @@ pub fn run(plan: &Plan) -> Result<SweepResult> {
         costs: first.costs,
         time_unit,
         skipped,
+        // Sweeps take no time budget (`ConfigsArgs` has no --budget-secs): a search here always counts moves.
+        search: first.search.as_ref().and_then(|r| match r.budget {
+            crate::searching::Budget::Iterations(iterations) => Some(SearchUsed { iterations, seed: r.seed }),
+            crate::searching::Budget::Secs(_) => None,
+        }),
     })
 }
 
@@ -440,10 +454,13 @@ pub fn table(r: &SweepResult) -> String {
 
 /// The first line of the outputs: what the numbers mean.
 pub fn preamble(r: &SweepResult) -> String {
+    let search = r.search.map_or(String::new(), |u| {
+        format!("search: {} iterations from seed {}, in every configuration\n", u.iterations, u.seed)
+    });
     format!(
         "sweep: {} configuration{} ({} tokens each, hidden {}), {} SMs, {} launch; costs: compute {}, reduce {}, \
          hand-off {}{} ({})\n\
-         bound = the lowest best lower bound of the configuration's schedules; bound/makespan = 1 is optimal\n",
+         {search}bound = the lowest best lower bound of the configuration's schedules; bound/makespan = 1 is optimal\n",
         r.configs.len(),
         if r.configs.len() == 1 { "" } else { "s" },
         r.tokens,
@@ -530,6 +547,8 @@ struct SweepJson<'a> {
     hidden: u32,
     machine: Machine,
     costs: CostModel,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    search: Option<SearchUsed>,
     rows: &'a [Row],
 }
 
@@ -542,6 +561,7 @@ pub fn json(r: &SweepResult) -> Result<String> {
         hidden: r.hidden,
         machine: r.machine,
         costs: r.costs,
+        search: r.search,
         rows: &r.rows,
     };
     Ok(serde_json::to_string_pretty(&doc)? + "\n")

@@ -203,6 +203,14 @@ fn mask_arg(name: &str) -> Result<MaskArg> {
 
 pub fn run(args: ValidateArgs) -> Result<()> {
     args.rounds.numbers()?;
+    // The configurations' flags are `sweep`'s and `bench`'s, but a search's move budget and seed are not kept in
+    // the raw file nor applied to the predictions: a searched row would be measured and predicted differently.
+    if args.configs.iterations.is_some() || args.configs.search_seed.is_some() {
+        return Err(bad_input(
+            "validate takes no --iterations or --search-seed: its search row (with `search` among --schedules) is \
+             measured and predicted with the default search, 400 iterations from seed 0",
+        ));
+    }
     let costs_path = args
         .configs
         .costs

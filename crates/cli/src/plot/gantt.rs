@@ -191,7 +191,14 @@ impl<'a> Gantt<'a> {
             None => {
                 let auto = (lanes as i32 * (360 / lanes.max(1) as i32).clamp(3, 24)).min(4000);
                 let fits = (super::MAX_SIDE as i32 - fixed) / panels.len().max(1) as i32;
-                auto.min(fits.max(40))
+                if fits < 40 {
+                    return Err(bad_input(format!(
+                        "{} schedules do not fit one image of at most {} pixels at 40 pixels each: draw fewer at once",
+                        panels.len(),
+                        super::MAX_SIDE
+                    )));
+                }
+                auto.min(fits)
             }
         };
         Ok(Gantt {

@@ -11,7 +11,7 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 use super::{Figure, bold, drawing, font, hex, text_width, wrap};
 use crate::output::num;
 use crate::sweep::{Row, SweepResult};
-use schedulers::ScheduleKind;
+use schedulers::{SPLIT_SUFFIX, ScheduleKind};
 
 const MARGIN: i32 = 14;
 const TITLE_LINE_H: i32 = 26;
@@ -32,9 +32,6 @@ fn colour(k: usize) -> RGBColor {
     hex(PALETTE[k % PALETTE.len()])
 }
 
-/// The suffix of a schedule's name in a sweep with `--split-tail`: the same order with its last wave split.
-const SPLIT_SUFFIX: &str = "+split";
-
 /// How a schedule is drawn: its colour and marker index, and whether it is a split variant.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Style {
@@ -54,9 +51,13 @@ fn style_of(name: &str, all: &[String]) -> Style {
     };
     let is_builtin = |n: &str| ScheduleKind::ALL.iter().any(|k| k.name() == n);
     let index = ScheduleKind::ALL.iter().position(|k| k.name() == base).unwrap_or_else(|| {
-        let mut others: Vec<&str> =
-            all.iter().map(|n| n.strip_suffix(SPLIT_SUFFIX).unwrap_or(n)).filter(|n| !is_builtin(n)).collect();
-        others.dedup();
+        // The distinct other bases in order of first appearance: a split variant shares its base's place.
+        let mut others: Vec<&str> = Vec::new();
+        for n in all.iter().map(|n| n.strip_suffix(SPLIT_SUFFIX).unwrap_or(n)).filter(|n| !is_builtin(n)) {
+            if !others.contains(&n) {
+                others.push(n);
+            }
+        }
         ScheduleKind::ALL.len() + others.iter().take_while(|n| **n != base).count()
     });
     Style { index, split }
@@ -98,6 +99,11 @@ fn draw_marker<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, style: Style, 
             } else {
                 root.draw(&Polygon::new(corners, paint))
             }
+        }
+        // A cross has no inside to leave hollow: the split variant's is upright (+), the plain one's diagonal.
+        Marker::Cross if style.split => {
+            root.draw(&PathElement::new(vec![(x - r - 1, y), (x + r + 1, y)], c.stroke_width(3))).map_err(drawing)?;
+            root.draw(&PathElement::new(vec![(x, y - r - 1), (x, y + r + 1)], c.stroke_width(3)))
         }
         Marker::Cross => {
             root.draw(&PathElement::new(vec![(x - r, y - r), (x + r, y + r)], c.stroke_width(3))).map_err(drawing)?;
@@ -378,6 +384,17 @@ mod tests {
         let colours: std::collections::HashSet<u32> =
             bases.iter().map(|n| PALETTE[style_of(n, &all).index % PALETTE.len()]).collect();
         assert_eq!(colours.len(), bases.len(), "{bases:?}");
+    }
+
+    /// Another schedule's index counts distinct bases, wherever their split variants stand in the list.
+    #[test]
+    fn other_schedules_count_distinct_bases() {
+        let names: Vec<String> = ["a", "b+split", "a+split", "c"].iter().map(|s| s.to_string()).collect();
+        let n = ScheduleKind::ALL.len();
+        assert_eq!(style_of("a", &names).index, n);
+        assert_eq!(style_of("a+split", &names).index, n);
+        assert_eq!(style_of("b+split", &names).index, n + 1);
+        assert_eq!(style_of("c", &names).index, n + 2);
     }
 
     /// The legend wraps instead of running off the image: every row fits the width, and every name is in it.

@@ -125,7 +125,7 @@ fn the_header_names_the_model_switches() {
     let costs_line = |t: &str| t.lines().find(|l| l.starts_with("machine:")).unwrap().to_string();
     assert!(!costs_line(&plain).contains("dQ writers") && !costs_line(&plain).contains("poll"), "{plain}");
     assert!(
-        costs_line(&switched).contains(", poll 0.1; kernel epilogues, 2 dQ writers, K/V load overlap"),
+        costs_line(&switched).contains(", poll 0.1, with kernel epilogues, 2 dQ writers, K/V load overlap"),
         "{switched}"
     );
 }

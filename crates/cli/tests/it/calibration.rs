@@ -75,6 +75,10 @@ fn validate_and_trace_requests_fail_cleanly_without_gpu_work() {
     fails_with(&["validate"], 2, "validate needs --costs FILE");
     let costs = fixture();
     fails_with(&["validate", "--costs", &costs, "--doc", "report.txt"], 2, "ending in .md");
+    // The search's budget flags that sweep and bench take: validate would predict its search row without them.
+    for flag in ["--iterations", "--search-seed"] {
+        fails_with(&["validate", "--costs", &costs, flag, "3"], 2, "validate takes no --iterations or --search-seed");
+    }
     fails_with(
         &[
             "validate",

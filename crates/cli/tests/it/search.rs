@@ -446,9 +446,16 @@ fn sweep_takes_the_search_budget_with_search_among_its_schedules() {
     let out = dashc(&with(&["--schedules", "search,naive", "--iterations", "10", "--search-seed", "3"]));
     assert!(out.status.success(), "{}", crate::common::stderr(&out));
     assert!(stdout(&out).lines().any(|l| l.contains(" search ")), "{}", stdout(&out));
-    // The same flags twice give the same bytes.
-    let again = dashc(&with(&["--schedules", "search,naive", "--iterations", "10", "--search-seed", "3"]));
-    assert_eq!(out.stdout, again.stdout);
+    // The seed reaches the search: two seeds give two searched schedules, one seed the same bytes twice.
+    let seeded = |seed: &'static str| {
+        dashc(&with(&["--schedules", "search", "--iterations", "400", "--search-seed", seed, "--csv", "-"]))
+    };
+    let (zero, one) = (seeded("0"), seeded("1"));
+    assert!(zero.status.success() && one.status.success(), "{}", crate::common::stderr(&one));
+    assert_ne!(zero.stdout, one.stdout, "seeds 0 and 1 gave the same sweep: is --search-seed passed on?");
+    assert_eq!(zero.stdout, seeded("0").stdout);
+    // The preamble names the search that made the row.
+    assert!(stdout(&out).contains("search: 10 iterations from seed 3"), "{}", stdout(&out));
     fails_with(&with(&["--schedules", "naive", "--iterations", "10"]), 2, "apply to --schedule search");
     fails_with(&with(&["--schedules", "search", "--iterations", "0"]), 2, "--iterations must be at least 1");
 }
