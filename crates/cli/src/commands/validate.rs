@@ -1241,7 +1241,7 @@ fn report(
             continue;
         }
         // Measured on top, predicted below, on one time axis (the unit is checked by `Gantt::stacked`).
-        let parts = [(&measured, "trace"), (&predicted, "calibrated costs")].map(|(file, name)| Part {
+        let parts = [(&measured, "trace"), (&predicted, "calibrated model")].map(|(file, name)| Part {
             file,
             schedules: file.schedules.iter().take(1).collect(),
             name: name.into(),
