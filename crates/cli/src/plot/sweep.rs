@@ -209,7 +209,7 @@ impl<'a> SweepPlot<'a> {
         let c = &result.costs;
         let subtitle = format!(
             "{} tokens per configuration (batch = {} / seqlen), hidden {} (heads = {} / head dim), {} SMs, {} launch; \
-             costs: compute {}, reduce {}, hand-off {}{} ({})",
+             costs: compute {}, reduce {}, hand-off {}{} ({}){}",
             result.tokens,
             result.tokens,
             result.hidden,
@@ -220,7 +220,11 @@ impl<'a> SweepPlot<'a> {
             num(c.reduce),
             num(c.handoff),
             crate::output::model_switches(c),
-            if result.time_unit == "us" { "µs, calibrated" } else { "uncalibrated" }
+            if result.time_unit == "us" { "µs, calibrated" } else { "uncalibrated" },
+            // The search rows depend on its budget and seed, as the table's preamble says too.
+            result
+                .search
+                .map_or(String::new(), |u| format!("; search: {} iterations from seed {}", u.iterations, u.seed))
         );
         let subtitle = wrap(&subtitle, SUBTITLE_FONT, false, width);
         let legend = legend_rows(&result.schedules, width as i32);
