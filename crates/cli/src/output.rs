@@ -123,14 +123,18 @@ pub fn result_json<'a, T: Serialize>(setup: &Setup, outcome: &'a Outcome<Kept<T>
 /// restored SIGPIPE ends the process at that write (`main`).
 pub fn write_stdout(args: std::fmt::Arguments<'_>) -> Result<()> {
     use std::io::Write as _;
-    std::io::stdout().lock().write_fmt(args).map_err(|e| bad_input(format!("cannot write to standard output: {e}")))
+    std::io::stdout().lock().write_fmt(args).map_err(stdout_error)
 }
 
 /// Flushes standard output, reporting a failure as `write_stdout` does: what is still buffered at exit would
 /// otherwise be lost without a word.
 pub fn flush_stdout() -> Result<()> {
     use std::io::Write as _;
-    std::io::stdout().flush().map_err(|e| bad_input(format!("cannot write to standard output: {e}")))
+    std::io::stdout().flush().map_err(stdout_error)
+}
+
+fn stdout_error(e: std::io::Error) -> anyhow::Error {
+    bad_input(format!("cannot write to standard output: {e}"))
 }
 
 /// Two header lines describing the problem, machine and costs.

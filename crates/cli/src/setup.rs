@@ -392,7 +392,7 @@ impl Setup {
 
 /// The built-ins `--schedule` names, whether it said `all` (every built-in, inapplicable ones skipped), and
 /// whether it asked for `search`.
-fn parse_schedules(s: &str) -> Result<(Vec<ScheduleKind>, bool, bool)> {
+pub(crate) fn parse_schedules(s: &str) -> Result<(Vec<ScheduleKind>, bool, bool)> {
     let (mut kinds, mut all, mut search) = (Vec::new(), false, false);
     for name in s.split(',').map(str::trim) {
         let named = match name {

@@ -236,6 +236,12 @@ pub struct SearchUsed {
     pub seed: u64,
 }
 
+impl std::fmt::Display for SearchUsed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "search: {} iterations from seed {}", self.iterations, self.seed)
+    }
+}
+
 /// A schedule that some configurations of a sweep skipped for one reason.
 #[derive(Debug, Clone)]
 pub struct Skipped {
@@ -454,9 +460,7 @@ pub fn table(r: &SweepResult) -> String {
 
 /// The first line of the outputs: what the numbers mean.
 pub fn preamble(r: &SweepResult) -> String {
-    let search = r.search.map_or(String::new(), |u| {
-        format!("search: {} iterations from seed {}, in every configuration\n", u.iterations, u.seed)
-    });
+    let search = r.search.map_or(String::new(), |u| format!("{u}, in every configuration\n"));
     format!(
         "sweep: {} configuration{} ({} tokens each, hidden {}), {} SMs, {} launch; costs: compute {}, reduce {}, \
          hand-off {}{} ({})\n\

@@ -113,7 +113,7 @@ pub fn run(args: SearchArgs) -> Result<()> {
         shape.search.search_seed = args.seed;
     }
     // `--schedule` names the built-ins to compare with (and start from); the search itself is implied.
-    if shape.schedule.split(',').any(|n| n.trim() == SEARCH) {
+    if crate::setup::parse_schedules(&shape.schedule)?.2 {
         return Err(bad_input(
             "dashc search: --schedule names the built-ins to compare with and start from (or all); the search \
              itself always runs, so leave `search` out of the list",

@@ -222,9 +222,7 @@ impl<'a> SweepPlot<'a> {
             crate::output::model_switches(c),
             if result.time_unit == "us" { "µs, calibrated" } else { "uncalibrated" },
             // The search rows depend on its budget and seed, as the table's preamble says too.
-            result
-                .search
-                .map_or(String::new(), |u| format!("; search: {} iterations from seed {}", u.iterations, u.seed))
+            result.search.map_or(String::new(), |u| format!("; {u}"))
         );
         let subtitle = wrap(&subtitle, SUBTITLE_FONT, false, width);
         let legend = legend_rows(&result.schedules, width as i32);
