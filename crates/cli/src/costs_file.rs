@@ -50,6 +50,27 @@ pub struct CostsEntry {
     pub fit: Fit,
     /// The traced runs the fit pooled: the calibration set (validation must not judge on these).
     pub calibrated_on: Vec<CalibrationRun>,
+    /// The memory probes the roof (`costs.memory_roof`) was fitted on; empty where the calibration had none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub memory_probes: Vec<ProbeRun>,
+}
+
+/// One traced memory probe (`calibrate --memory-probes`): not pooled into the phase costs.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ProbeRun {
+    pub mask: String,
+    pub batch: u32,
+    pub heads: u32,
+    pub seqlen: u32,
+    pub schedule: String,
+    pub launch: schedulers::LaunchPolicy,
+    /// `schedulers::dram_bytes` of the probe's problem.
+    pub dram_bytes: f64,
+    /// The simulator's prediction under the fitted phase costs, before the roof (µs).
+    pub simulated_us: f64,
+    /// The trace's makespan (µs).
+    pub trace_makespan_us: f64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -208,6 +229,7 @@ mod tests {
                 traced_main_ms: Some(1.5),
                 trace_makespan_us: 1490.0,
             }],
+            memory_probes: Vec::new(),
         }
     }
 
@@ -216,11 +238,31 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("dashc-costs-test-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("costs.json");
-        let file = CostsFile::new("NVIDIA H200", "test".into(), vec![entry(128)]);
+        let mut roofed = entry(128);
+        roofed.costs.memory_roof = Some(schedulers::MemoryRoof { bandwidth: 2.9e6, exponent: 3.0 });
+        roofed.memory_probes.push(ProbeRun {
+            mask: "causal".into(),
+            batch: 64,
+            heads: 16,
+            seqlen: 256,
+            schedule: "symmetric-shift".into(),
+            launch: schedulers::LaunchPolicy::Persistent,
+            dram_bytes: 5.4e8,
+            simulated_us: 150.0,
+            trace_makespan_us: 210.0,
+        });
+        let file = CostsFile::new("NVIDIA H200", "test".into(), vec![roofed]);
         file.save(&path).unwrap();
         let back = CostsFile::load(&path).unwrap();
         assert_eq!(back.entries[0].costs, file.entries[0].costs);
         assert_eq!(back.entries[0].calibrated_on, file.entries[0].calibrated_on);
+        assert_eq!(back.entries[0].memory_probes, file.entries[0].memory_probes);
+        // A file without a roof (older, or calibrated with --memory-probes none) writes no such fields.
+        CostsFile::new("NVIDIA H200", "test".into(), vec![entry(128)]).save(&path).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(!text.contains("memory_roof") && !text.contains("memory_probes"), "{text}");
+        assert_eq!(CostsFile::load(&path).unwrap().entries[0].costs.memory_roof, None);
+        file.save(&path).unwrap();
         assert!(back.entry(&path, 128, 64, 128).is_ok());
         let err = back.entry(&path, 64, 128, 128).unwrap_err().to_string();
         assert!(err.contains("no entry for head dim 64") && err.contains("head dim 128, tiles 64x128"), "{err}");

@@ -229,6 +229,10 @@ pub fn model_switches(c: &CostModel) -> String {
     if !switches.is_empty() {
         let _ = write!(out, ", with {}", switches.join(", "));
     }
+    if let Some(roof) = c.memory_roof {
+        // Calibrated costs count in µs, so the bandwidth is in bytes/µs: 1e6 of them make a TB/s.
+        let _ = write!(out, "; memory roof {:.2} TB/s", roof.bandwidth / 1e6);
+    }
     out
 }
 

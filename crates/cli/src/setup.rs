@@ -156,6 +156,7 @@ impl Setup {
             unit_finish: c.unit_finish,
             dkv_reduce: c.dkv_reduce.unwrap_or(c.reduce),
             variability: None,
+            memory_roof: None,
         };
         let mut calibrated = None;
         if let Some(path) = &c.costs {
@@ -236,14 +237,19 @@ impl Setup {
         }
     }
 
-    /// What the model predicts the GPU takes for an evaluated schedule: its makespan, or under calibrated phase
-    /// variability the mean of the varied runs (`schedulers::predicted_makespan`). The simulation was checked
-    /// already, so the varied runs cannot fail; were one to, the constant-phase makespan stands.
+    /// What the model predicts the GPU takes for an evaluated schedule (`schedulers::predicted_makespan`): its
+    /// makespan, or under calibrated phase variability the mean of the varied runs, blended with the memory roof
+    /// where the costs have one. The simulation was checked already, so the varied runs cannot fail; were one to,
+    /// the constant-phase makespan stands.
     pub fn predicted(&self, e: &schedulers::Evaluation) -> f64 {
-        if self.costs.variability.is_some() && self.costs.decoupled() {
-            schedulers::predicted_makespan(&e.schedule, &self.costs).unwrap_or(e.makespan())
+        let simulated = if self.costs.variability.is_some() && self.costs.decoupled() {
+            schedulers::simulated_prediction(&e.schedule, &self.costs).unwrap_or(e.makespan())
         } else {
             e.makespan()
+        };
+        match self.costs.memory_roof {
+            Some(roof) => roof.blend(simulated, schedulers::dram_bytes(e.schedule.problem())),
+            None => simulated,
         }
     }
 

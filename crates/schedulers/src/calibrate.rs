@@ -34,7 +34,7 @@ use thiserror::Error;
 
 use dag_model::Visit;
 
-use crate::{CostModel, LaunchPolicy, Schedule};
+use crate::{CostModel, LaunchPolicy, MemoryRoof, Schedule};
 
 /// The stamps of one task (one visit), in one time unit, on one clock.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -457,6 +457,8 @@ impl Samples {
             unit_start: unit_start.max(0.0),
             unit_finish: unit_finish.trimmed_mean,
             dkv_reduce: reduce.trimmed_mean,
+            // Fitted apart, on memory probes (`fit_memory_roof`), once these costs are known.
+            memory_roof: None,
             // The sm90 loop's model draws its phases around their costs (`CostModel::variability`), each with the
             // standard deviation a normal of the same 10th-90th percentile span has.
             variability: (self.dq_writers > 0).then(|| {
@@ -686,6 +688,62 @@ pub fn simulated_stamps(schedule: &Schedule, costs: &CostModel) -> Result<Vec<Un
     Ok(out)
 }
 
+/// One memory probe: a shape outside the validation set where DRAM traffic may set the pace, traced like the
+/// calibration shapes but not pooled into their phase costs (its memory-side phases stretch, which is what it
+/// is there to show), and compared as a whole with the simulator under the fitted costs.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct MemoryProbe {
+    /// [`crate::dram_bytes`] of the probe's problem.
+    pub bytes: f64,
+    /// The simulator's prediction under the fitted costs, before any roof ([`crate::simulated_prediction`]).
+    pub simulated: f64,
+    /// The traced makespan.
+    pub measured: f64,
+}
+
+/// How many candidate bandwidths [`fit_memory_roof`] tries: log-spaced, 0.4% apart over its range.
+const ROOF_GRID: usize = 4000;
+
+/// Fits [`MemoryRoof::bandwidth`] for a given exponent: the bandwidth whose blend matches the probes' measured
+/// makespans best in the least-squares sense of log(predicted / measured), over a log-spaced grid from a memory
+/// time of twice the slowest probe's measurement to a thousandth of the fastest's. `None` when the probes show no
+/// roof: none is slower than its simulation, or no bandwidth on the grid fits them better than no roof at all
+/// (the best sits at the grid's fast end).
+pub fn fit_memory_roof(probes: &[MemoryProbe], exponent: f64) -> Option<MemoryRoof> {
+    let usable: Vec<&MemoryProbe> = probes
+        .iter()
+        .filter(|p| p.bytes > 0.0 && p.simulated > 0.0 && p.measured > 0.0 && p.measured.is_finite())
+        .collect();
+    if !usable.iter().any(|p| p.measured > p.simulated) {
+        return None;
+    }
+    let loss = |roof: Option<MemoryRoof>| -> f64 {
+        usable
+            .iter()
+            .map(|p| {
+                let predicted = roof.map_or(p.simulated, |r| r.blend(p.simulated, p.bytes));
+                (predicted / p.measured).ln().powi(2)
+            })
+            .sum()
+    };
+    // Bandwidths from the one that makes the slowest-per-byte probe's memory time twice its measurement to the one
+    // that makes the fastest's a thousandth of it.
+    let slow = usable.iter().map(|p| p.bytes / (2.0 * p.measured)).fold(f64::INFINITY, f64::min);
+    let fast = usable.iter().map(|p| p.bytes / (1e-3 * p.measured)).fold(0.0, f64::max);
+    let (lo, hi) = (slow.ln(), fast.ln());
+    let mut best: Option<(f64, f64)> = None;
+    for i in 0..ROOF_GRID {
+        let bandwidth = (lo + (hi - lo) * i as f64 / (ROOF_GRID - 1) as f64).exp();
+        let l = loss(Some(MemoryRoof { bandwidth, exponent }));
+        if best.is_none_or(|(_, b)| l < b) {
+            best = Some((bandwidth, l));
+        }
+    }
+    let (bandwidth, l) = best?;
+    let at_fast_end = bandwidth >= fast * (1.0 - 1e-9);
+    (l < loss(None) && !at_fast_end).then_some(MemoryRoof { bandwidth, exponent })
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
@@ -732,6 +790,7 @@ mod tests {
             unit_finish: 0.8,
             dkv_reduce: 2.0,
             variability: None,
+            memory_roof: None,
         }
     }
 
@@ -963,5 +1022,83 @@ mod tests {
         assert!(matches!(err, CalibrationError::TaskCount { unit: 3, .. }), "{err}");
         stamps.pop();
         assert!(matches!(Samples::default().add_run(&s, &stamps), Err(CalibrationError::UnitCount { .. })));
+    }
+
+    /// Probes whose measurements a known roof wrote: the fit gives its bandwidth back, within the grid's step.
+    #[test]
+    fn memory_roof_is_fitted_back_from_probes_it_wrote() {
+        let truth = MemoryRoof { bandwidth: 2.9e6, exponent: 3.0 };
+        let probes: Vec<MemoryProbe> = [(5.4e8, 150.0), (5.4e8, 250.0), (4.0e8, 120.0), (5.4e8, 380.0)]
+            .into_iter()
+            .map(|(bytes, simulated)| MemoryProbe { bytes, simulated, measured: truth.blend(simulated, bytes) })
+            .collect();
+        let got = fit_memory_roof(&probes, 3.0).expect("a roof");
+        assert!((got.bandwidth / truth.bandwidth - 1.0).abs() < 0.005, "{got:?}");
+        assert_eq!(got.exponent, 3.0);
+    }
+
+    /// Probes no slower than the simulation, or slower by too little for any roof to help, fit none.
+    #[test]
+    fn no_roof_where_the_probes_show_none() {
+        let at = |simulated: f64, measured: f64| MemoryProbe { bytes: 5.4e8, simulated, measured };
+        assert_eq!(fit_memory_roof(&[at(200.0, 200.0), at(300.0, 290.0)], 3.0), None);
+        assert_eq!(fit_memory_roof(&[], 3.0), None);
+        // One probe 1% slow, three 5% fast: any roof only adds to the three's error.
+        let mixed = [at(200.0, 202.0), at(200.0, 190.0), at(300.0, 285.0), at(250.0, 238.0)];
+        assert_eq!(fit_memory_roof(&mixed, 3.0), None);
+    }
+
+    /// The blend: the larger term far from the roof, their e-norm near it; `check` refuses a bad roof.
+    #[test]
+    fn memory_roof_blends_and_is_checked() {
+        let roof = MemoryRoof { bandwidth: 1.0, exponent: 3.0 };
+        assert!(close(roof.blend(1000.0, 1.0), 1000.0 * (1.0 + 1e-9f64).cbrt()));
+        assert!(close(roof.blend(3.0, 4.0), (27.0f64 + 64.0).cbrt()));
+        assert!(close(roof.blend(0.0, 5.0), 5.0));
+        assert_eq!(roof.blend(0.0, 0.0), 0.0);
+        for bad in [MemoryRoof { bandwidth: 0.0, exponent: 3.0 }, MemoryRoof { bandwidth: 1.0, exponent: 0.5 }] {
+            let costs = CostModel { memory_roof: Some(bad), ..CostModel::default() };
+            assert!(matches!(costs.check(), Err(crate::ScheduleError::BadMemoryRoof { .. })), "{bad:?}");
+        }
+    }
+
+    /// The traffic floor of the paper's causal hd128 512 shape, by hand: per Q row 2 x 2 x 128 (Q, dO) + 2 x 4
+    /// (LSE, D) + 4 x 128 (dQ accumulator) = 1032 bytes, per KV row 2 x 2 x 128 (K, V) + 2 x 2 x 128 (dK, dV) =
+    /// 1024, over 32 x 16 x 512 rows each; with GQA the dK/dV accumulators are FP32.
+    #[test]
+    fn dram_bytes_counts_each_tensor_once() {
+        let spec = |kv_heads| ProblemSpec {
+            batch: 32,
+            heads: 16,
+            kv_heads,
+            seqlen_q: 512,
+            seqlen_k: 512,
+            head_dim: 128,
+            block_m: 64,
+            block_n: 128,
+        };
+        let rows = 32.0 * 16.0 * 512.0;
+        assert_eq!(crate::dram_bytes(&Problem::new(spec(16)).unwrap()), rows * 1032.0 + rows * 1024.0);
+        let kv_rows = 32.0 * 4.0 * 512.0;
+        assert_eq!(crate::dram_bytes(&Problem::new(spec(4)).unwrap()), rows * 1032.0 + kv_rows * (512.0 + 1024.0));
+    }
+
+    /// `predicted_makespan` is the simulator's prediction blended with the roof; without a roof, that prediction.
+    #[test]
+    fn prediction_blends_the_simulation_with_the_roof() {
+        let plain = CostModel { dq_writers: 2, dq_deferred: true, ..truth() };
+        let s = schedule_launched(ScheduleKind::SymmetricShift, Mask::Causal, &plain, LaunchPolicy::Persistent);
+        let simulated = crate::simulated_prediction(&s, &plain).unwrap();
+        assert_eq!(crate::predicted_makespan(&s, &plain).unwrap(), simulated);
+        let bytes = crate::dram_bytes(s.problem());
+        // A roof whose memory time equals the simulation: the prediction is 2^(1/3) of it.
+        let roof = MemoryRoof { bandwidth: bytes / simulated, exponent: 3.0 };
+        let roofed = CostModel { memory_roof: Some(roof), ..plain };
+        assert!(close(crate::predicted_makespan(&s, &roofed).unwrap(), simulated * 2f64.cbrt()));
+        // The simulation itself, its timeline and bounds know no roof.
+        assert_eq!(
+            crate::simulate(&s, &roofed, false).unwrap().makespan,
+            crate::simulate(&s, &plain, false).unwrap().makespan
+        );
     }
 }

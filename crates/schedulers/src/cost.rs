@@ -70,6 +70,69 @@ pub struct CostModel {
     /// say. `None`: every phase takes its cost (the idealized model, the portable loop, older costs files).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub variability: Option<Variability>,
+    /// Calibrated costs only: the time the kernel's DRAM traffic needs, blended with the simulated makespan into
+    /// the prediction ([`MemoryRoof`]). `None`: the prediction is the simulated makespan (the idealized model,
+    /// older costs files, a calibration without memory probes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_roof: Option<MemoryRoof>,
+}
+
+/// Where the memory system, not the schedule, sets the pace: short rows, where a unit has few visits and every
+/// byte of Q, dO, K, V, dK, dV and the dQ accumulator crosses DRAM in a few hundred microseconds.
+///
+/// The simulator prices each phase at what it costs at the calibration shapes, where DRAM is far from busy. At
+/// 512 tokens the same bytes must move in a quarter of the time, and the memory-side phases stretch (on an H100
+/// the dQ add 52–82% longer, bench/NOTES.md run 283). The model does not follow that phase by phase; it takes
+/// the prediction as a smooth maximum of the simulated makespan `T` and the memory time `M` = [`dram_bytes`] /
+/// `bandwidth`: `(T^e + M^e)^(1/e)`, `e` = `exponent`. Far from the roof (`M` ≪ `T`) the prediction is `T`; at
+/// it, the two overlap imperfectly; past it, `M` rules.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryRoof {
+    /// Effective DRAM bandwidth for this kernel's traffic, in bytes per unit of the costs' time (bytes/µs
+    /// calibrated): fitted on memory probes, shapes outside the validation set (`calibrate::fit_memory_roof`).
+    pub bandwidth: f64,
+    /// The blend's exponent: the larger, the sharper the corner between the two regimes.
+    pub exponent: f64,
+}
+
+/// The blend's exponent a calibration uses ([`MemoryRoof::exponent`]). Chosen, not fitted: on the short rows of
+/// one H100's validation (runs 276–279) it put the roof's effective bandwidth at 88% of the card's peak and the
+/// four 512- and 1024-token causal rows within 1% of the measurement, where 2 needs more than the peak
+/// bandwidth; runs 287–290 test it on fresh data.
+pub const MEMORY_ROOF_EXPONENT: f64 = 3.0;
+
+/// The bytes the backward main loop moves to or from DRAM at least once: Q, dO, K and V read (BF16), LSE and D
+/// read (FP32), the FP32 dQ accumulator written, dK and dV written (BF16; with GQA, FP32 accumulators). Re-reads
+/// served by L2 are not counted: the same for every schedule, this is a floor on the traffic, not its total.
+pub fn dram_bytes(problem: &dag_model::Problem) -> f64 {
+    let (b, d) = (problem.batch() as f64, problem.head_dim() as f64);
+    let q_rows = b * problem.heads() as f64 * problem.seqlen_q() as f64;
+    let kv_rows = b * problem.kv_heads() as f64 * problem.seqlen_k() as f64;
+    let dkv_bytes = if problem.group() > 1 { 4.0 } else { 2.0 };
+    // Q, dO: 2 x BF16; LSE, D: 2 x FP32 per row; dQ accumulator: FP32.
+    let per_q_row = 2.0 * 2.0 * d + 2.0 * 4.0 + 4.0 * d;
+    // K, V read as BF16; dK, dV written.
+    let per_kv_row = 2.0 * 2.0 * d + 2.0 * dkv_bytes * d;
+    q_rows * per_q_row + kv_rows * per_kv_row
+}
+
+impl MemoryRoof {
+    /// The time `bytes` take at the roof's bandwidth.
+    pub fn memory_time(&self, bytes: f64) -> f64 {
+        bytes / self.bandwidth
+    }
+
+    /// The prediction for a simulated makespan `simulated` of a problem that moves `bytes`.
+    pub fn blend(&self, simulated: f64, bytes: f64) -> f64 {
+        let memory = self.memory_time(bytes);
+        let (hi, lo) = if simulated >= memory { (simulated, memory) } else { (memory, simulated) };
+        if hi <= 0.0 {
+            return 0.0;
+        }
+        // Scaled by the larger term, so that no power overflows.
+        hi * (1.0 + (lo / hi).powf(self.exponent)).powf(1.0 / self.exponent)
+    }
 }
 
 /// The standard deviation of each phase's duration (in the costs' unit) and how many simulated runs the
@@ -108,6 +171,7 @@ impl CostModel {
             unit_finish: 0.0,
             dkv_reduce: r,
             variability: None,
+            memory_roof: None,
         }
     }
 
@@ -145,6 +209,22 @@ impl CostModel {
             && !(1..=MAX_VARIABILITY_RUNS).contains(&v.runs)
         {
             return Err(crate::ScheduleError::BadCost { name: "variability-runs", value: v.runs as f64 });
+        }
+        if let Some(roof) = self.memory_roof {
+            if !(roof.bandwidth.is_finite() && roof.bandwidth > 0.0) {
+                return Err(crate::ScheduleError::BadMemoryRoof {
+                    name: "bandwidth",
+                    range: "a finite number above 0",
+                    value: roof.bandwidth,
+                });
+            }
+            if !(roof.exponent.is_finite() && (1.0..=64.0).contains(&roof.exponent)) {
+                return Err(crate::ScheduleError::BadMemoryRoof {
+                    name: "exponent",
+                    range: "from 1 to 64",
+                    value: roof.exponent,
+                });
+            }
         }
         let fields = [
             ("compute", Some(self.compute)),

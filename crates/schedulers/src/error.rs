@@ -14,6 +14,8 @@ pub enum ScheduleError {
     NoSms,
     #[error("cost {name} must be a finite number from 0 to {:e} (got {})", crate::cost::MAX_COST, shown(*value))]
     BadCost { name: &'static str, value: f64 },
+    #[error("memory roof: {name} must be {range} (got {})", shown(*value))]
+    BadMemoryRoof { name: &'static str, range: &'static str, value: f64 },
     #[error("dq-writers must be at most {max} (got {got})")]
     TooManyDqWriters { got: u32, max: u32 },
     #[error("dq-deferred defers the staging of the dQ writers' partials: it needs dq-writers of at least 1 (got 0)")]

@@ -24,7 +24,7 @@ mod split;
 
 pub use bounds::{Bounds, decoupled_critical_path};
 pub use builtin::{EVEN_KV_TILES, EVEN_KV_TILES_HINT, ScheduleKind};
-pub use cost::{CostModel, MAX_COST, MAX_VARIABILITY_RUNS, Variability};
+pub use cost::{CostModel, MAX_COST, MAX_VARIABILITY_RUNS, MEMORY_ROOF_EXPONENT, MemoryRoof, Variability, dram_bytes};
 pub use error::ScheduleError;
 pub use evaluate::{Evaluation, EvaluationSummary, evaluate};
 pub use file::{
@@ -37,7 +37,7 @@ pub use search::{
     BuiltinResult, CANDIDATES_PER_ROUND, HeadsLimit, ProblemBounds, Progress, SearchConfig, SearchError, SearchResult,
     SeedResult, search,
 };
-pub use simulate::{Segment, SegmentKind, Simulation, SmStats, predicted_makespan, simulate};
+pub use simulate::{Segment, SegmentKind, Simulation, SmStats, predicted_makespan, simulate, simulated_prediction};
 pub use split::{NoSplit, SPLIT_SUFFIX, split_tail, split_tail_or_why};
 
 pub use dag_model::{Mask, Order, Problem, ProblemSpec, TileMask, Unit, Visit};

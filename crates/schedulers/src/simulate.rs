@@ -260,9 +260,20 @@ fn holder_state(resident: bool, launched: bool) -> &'static str {
 
 /// What the model predicts the GPU takes for `schedule`: the makespan of [`simulate`], or under
 /// `CostModel::variability` (decoupled writers) the mean makespan of `runs` simulations whose phase durations are
-/// drawn around their costs. The analyzer's simulations, timelines and lower bounds are of constant phases; this is
-/// the number compared with a GPU's time (`run`, `bench`, `validate`).
+/// drawn around their costs; under `CostModel::memory_roof`, blended with the time the problem's DRAM traffic
+/// needs ([`crate::MemoryRoof`]). The analyzer's simulations, timelines and lower bounds are of constant phases
+/// and know no roof; this is the number compared with a GPU's time (`run`, `bench`, `validate`).
 pub fn predicted_makespan(schedule: &Schedule, costs: &CostModel) -> Result<f64, ScheduleError> {
+    let simulated = simulated_prediction(schedule, costs)?;
+    Ok(match costs.memory_roof {
+        Some(roof) => roof.blend(simulated, crate::cost::dram_bytes(schedule.problem())),
+        None => simulated,
+    })
+}
+
+/// The part of [`predicted_makespan`] the simulator gives, before the memory roof: the makespan, or the mean
+/// of the varied runs.
+pub fn simulated_prediction(schedule: &Schedule, costs: &CostModel) -> Result<f64, ScheduleError> {
     costs.check()?;
     match costs.variability.filter(|_| costs.decoupled()) {
         None => Ok(simulate(schedule, costs, false)?.makespan),

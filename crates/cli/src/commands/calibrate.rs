@@ -8,7 +8,7 @@ use anyhow::{Context, Result};
 use clap::Parser;
 
 use crate::args::{CalibrateArgs, ConfigsArgs, LaunchArg, ShapeOnly};
-use crate::costs_file::{CalibrationRun, CostsEntry, CostsFile};
+use crate::costs_file::{CalibrationRun, CostsEntry, CostsFile, ProbeRun};
 use crate::exit::bad_input;
 use crate::gpu::prebuild;
 use crate::gpu::{Target, find_nvcc, probe_device};
@@ -16,7 +16,7 @@ use crate::output::table;
 use crate::sweep::{Plan, mask_name};
 use crate::traced::{run_traced, trace_config};
 use codegen::MainLoop;
-use schedulers::calibrate::Samples;
+use schedulers::calibrate::{MemoryProbe, Samples};
 use schedulers::calibrate::{Phases, Stat};
 
 /// Tool version, date and commit, for the files a GPU run writes.
@@ -62,8 +62,8 @@ fn trace_file_name(c: &crate::sweep::Config, schedule: &schedulers::Schedule) ->
 /// The GPU's name in a trace folder, written by `--keep-traces` (a fitted costs file names its GPU).
 const DEVICE_FILE: &str = "device.txt";
 
-/// Every (configuration, schedule) to trace, with its schedule built now so that bad names fail before the GPU.
-fn jobs(args: &CalibrateArgs) -> Result<Vec<(crate::sweep::Config, schedulers::Schedule)>> {
+/// The calibration's configurations and shared flags.
+fn plan(args: &CalibrateArgs) -> Result<Plan> {
     let base = ShapeOnly::try_parse_from(["dashc"]).context("default shape flags")?.shape;
     let configs_args = ConfigsArgs {
         seqlens: args.seqlens.clone(),
@@ -80,7 +80,11 @@ fn jobs(args: &CalibrateArgs) -> Result<Vec<(crate::sweep::Config, schedulers::S
         split_tail: false,
         costs: base.costs,
     };
-    let plan = Plan::from_args(&configs_args)?;
+    Plan::from_args(&configs_args)
+}
+
+/// Every (configuration, schedule) to trace, with its schedule built now so that bad names fail before the GPU.
+fn jobs(plan: &Plan) -> Result<Vec<(crate::sweep::Config, schedulers::Schedule)>> {
     let mut jobs = Vec::new();
     for c in &plan.configs {
         let setup = plan.setup(c)?;
@@ -99,6 +103,78 @@ fn jobs(args: &CalibrateArgs) -> Result<Vec<(crate::sweep::Config, schedulers::S
     Ok(jobs)
 }
 
+/// The memory probes' sequence lengths (`--memory-probes`): none for "none".
+fn probe_seqlens(args: &CalibrateArgs) -> Result<Vec<u32>> {
+    if args.memory_probes.trim() == "none" {
+        return Ok(Vec::new());
+    }
+    let mut seqlens = Vec::new();
+    for item in args.memory_probes.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let seqlen: u32 = item.parse().ok().filter(|&n| n > 0).ok_or_else(|| {
+            bad_input(format!("--memory-probes: '{item}' is not a positive sequence length (or give \"none\")"))
+        })?;
+        if seqlen > args.tokens {
+            return Err(bad_input(format!(
+                "--memory-probes: {seqlen} is longer than --tokens {} (batch = tokens / seqlen would be 0)",
+                args.tokens
+            )));
+        }
+        if !seqlens.contains(&seqlen) {
+            seqlens.push(seqlen);
+        }
+    }
+    if seqlens.is_empty() {
+        return Err(bad_input("--memory-probes is empty: give sequence lengths, or \"none\""));
+    }
+    seqlens.sort_unstable();
+    Ok(seqlens)
+}
+
+/// The launch the memory probes run with: the one `run` and `bench` use for this main loop, since the roof
+/// fitted on them joins those predictions.
+fn probe_launch(main_loop: MainLoop) -> schedulers::LaunchPolicy {
+    if main_loop.dq_writers() > 0 { schedulers::LaunchPolicy::Persistent } else { schedulers::LaunchPolicy::InOrder }
+}
+
+/// Every memory probe: for each head dim and mask of the calibration and each probe length, the built-in
+/// schedule of that mask (symmetric-shift at causal masks, shift at full ones) under `launch`.
+fn probe_jobs(
+    plan: &Plan,
+    seqlens: &[u32],
+    launch: schedulers::LaunchPolicy,
+) -> Result<Vec<(crate::sweep::Config, schedulers::Schedule)>> {
+    let mut kinds: Vec<(crate::args::MaskArg, u32)> = Vec::new();
+    for c in &plan.configs {
+        if !kinds.contains(&(c.mask, c.head_dim)) {
+            kinds.push((c.mask, c.head_dim));
+        }
+    }
+    let mut jobs = Vec::new();
+    for (mask, head_dim) in kinds {
+        for &seqlen in seqlens {
+            let c = crate::sweep::Config {
+                mask,
+                head_dim,
+                heads: plan.hidden / head_dim,
+                seqlen,
+                batch: plan.tokens / seqlen,
+            };
+            let setup = plan.setup(&c)?;
+            let kind = match mask {
+                crate::args::MaskArg::Causal => schedulers::ScheduleKind::SymmetricShift,
+                _ => schedulers::ScheduleKind::Shift,
+            };
+            kind.check_applicable(&setup.problem, &setup.mask)
+                .map_err(|e| bad_input(format!("--memory-probes: seqlen {seqlen}: {e}")))?;
+            let machine = schedulers::Machine { launch, ..setup.machine };
+            let schedule =
+                kind.build(setup.problem, setup.mask.clone(), setup.tile_mask.clone(), machine, &setup.costs)?;
+            jobs.push((c, schedule));
+        }
+    }
+    Ok(jobs)
+}
+
 /// Only the sm90 main loop has a persistent launch (the portable one launches a CTA per unit).
 fn check_launch(args: &CalibrateArgs, main_loop: MainLoop) -> Result<()> {
     if args.launch == LaunchArg::Persistent && main_loop.dq_writers() == 0 {
@@ -111,12 +187,14 @@ fn check_launch(args: &CalibrateArgs, main_loop: MainLoop) -> Result<()> {
 }
 
 pub fn run(args: CalibrateArgs) -> Result<()> {
-    let jobs = jobs(&args)?;
+    let plan = plan(&args)?;
+    let jobs = jobs(&plan)?;
+    let probe_seqlens = probe_seqlens(&args)?;
     crate::output::check_writable(&args.out)?;
     if let Some(dir) = &args.keep_traces {
         std::fs::create_dir_all(dir).map_err(|e| bad_input(format!("cannot create {}: {e}", dir.display())))?;
     }
-    let (source, main_loop) = match &args.from_traces {
+    let (source, main_loop, probes) = match &args.from_traces {
         Some(dir) => {
             let arch = args.gpu.arch.ok_or_else(|| {
                 bad_input("--from-traces needs --arch: the main loop whose trace build wrote the traces (sm80 or sm90)")
@@ -125,20 +203,31 @@ pub fn run(args: CalibrateArgs) -> Result<()> {
             if !dir.is_dir() {
                 return Err(bad_input(format!("--from-traces: {} is not a folder", dir.display())));
             }
-            let missing: Vec<String> =
-                jobs.iter().map(|(c, s)| trace_file_name(c, s)).filter(|f| !dir.join(f).is_file()).collect();
+            let probes = probe_jobs(&plan, &probe_seqlens, probe_launch(arch.main_loop()))?;
+            let wanted = jobs.len() + probes.len();
+            let missing: Vec<String> = jobs
+                .iter()
+                .chain(&probes)
+                .map(|(c, s)| trace_file_name(c, s))
+                .filter(|f| !dir.join(f).is_file())
+                .collect();
             if let Some(first) = missing.first() {
                 // The folders kept in bench/results/ hold their traces gzipped: say so rather than "missing".
                 let gzipped = missing.iter().filter(|f| dir.join(format!("{f}.gz")).is_file()).count();
+                let probes_only = missing.iter().all(|f| probes.iter().any(|(c, s)| trace_file_name(c, s) == *f));
                 let hint = if gzipped == missing.len() {
                     format!("; they are there gzipped ({first}.gz): gunzip them first")
+                } else if probes_only {
+                    "; they are memory probes: give the --memory-probes of the --keep-traces run, or \"none\" (kept \
+                     before probes existed)"
+                        .to_string()
                 } else {
                     "; give the configuration flags of the --keep-traces run".to_string()
                 };
                 return Err(bad_input(format!(
                     "--from-traces: {} of the {} traces these flags call for are not in {} (first: {first}){hint}",
                     missing.len(),
-                    jobs.len(),
+                    wanted,
                     dir.display()
                 )));
             }
@@ -147,7 +236,7 @@ pub fn run(args: CalibrateArgs) -> Result<()> {
                 .and_then(|t| t.lines().next().map(|l| l.trim().to_string()))
                 .filter(|l| !l.is_empty())
                 .unwrap_or_else(|| format!("unknown GPU (traces in {})", dir.display()));
-            (Source::Kept { dir: dir.clone(), gpu_name }, arch.main_loop())
+            (Source::Kept { dir: dir.clone(), gpu_name }, arch.main_loop(), probes)
         }
         None => {
             // A shape no kernel supports (a head dim) is bad input whatever the machine has.
@@ -158,8 +247,12 @@ pub fn run(args: CalibrateArgs) -> Result<()> {
             let device = probe_device()?;
             let target = Target::for_device(args.gpu.arch, &device)?;
             check_launch(&args, target.main_loop)?;
+            let probes = probe_jobs(&plan, &probe_seqlens, probe_launch(target.main_loop))?;
+            for (_, schedule) in &probes {
+                crate::gpu::check_kernel_support(schedule.problem(), schedule.mask(), true)?;
+            }
             let mut configs = Vec::new();
-            for (_, s) in &jobs {
+            for (_, s) in jobs.iter().chain(&probes) {
                 let k = trace_config(s, &target)?;
                 if !configs.contains(&k) {
                     configs.push(k);
@@ -173,15 +266,23 @@ pub fn run(args: CalibrateArgs) -> Result<()> {
                     .map_err(|e| bad_input(format!("cannot write {}: {e}", path.display())))?;
             }
             let main_loop = target.main_loop;
-            (Source::Gpu { nvcc, device, target }, main_loop)
+            (Source::Gpu { nvcc, device, target }, main_loop, probes)
         }
     };
 
     let mut groups: BTreeMap<(u32, u32, u32), (Samples, Vec<CalibrationRun>)> = BTreeMap::new();
-    for (c, schedule) in &jobs {
+    let mut probe_traces: Vec<(&crate::sweep::Config, &schedulers::Schedule, f64)> = Vec::new();
+    for (index, (c, schedule)) in jobs.iter().chain(&probes).enumerate() {
         let p = schedule.problem();
-        let label =
-            format!("{} mask, head dim {}, seqlen {}, {}", mask_name(c.mask), c.head_dim, c.seqlen, schedule.name());
+        let is_probe = index >= jobs.len();
+        let label = format!(
+            "{}{} mask, head dim {}, seqlen {}, {}",
+            if is_probe { "memory probe: " } else { "" },
+            mask_name(c.mask),
+            c.head_dim,
+            c.seqlen,
+            schedule.name()
+        );
         eprintln!("calibrate: {label}");
         let (trace, traced_main_ms) = match &source {
             Source::Gpu { nvcc, target, .. } => {
@@ -211,6 +312,11 @@ pub fn run(args: CalibrateArgs) -> Result<()> {
                 (trace, None)
             }
         };
+        if is_probe {
+            // Kept apart from the phase costs: its memory-side phases stretch, which is what it is there to show.
+            probe_traces.push((c, schedule, trace.makespan()));
+            continue;
+        }
         let group = groups.entry((p.head_dim(), p.block_m(), p.block_n())).or_insert_with(|| {
             (
                 Samples {
@@ -235,7 +341,26 @@ pub fn run(args: CalibrateArgs) -> Result<()> {
     }
     let mut entries = Vec::new();
     for ((head_dim, block_m, block_n), (samples, runs)) in groups {
-        let fit = samples.fit().map_err(|e| bad_input(format!("head dim {head_dim}: {e}")))?;
+        let mut fit = samples.fit().map_err(|e| bad_input(format!("head dim {head_dim}: {e}")))?;
+        let mut memory_probes = Vec::new();
+        for &(c, schedule, measured) in &probe_traces {
+            let p = schedule.problem();
+            if (p.head_dim(), p.block_m(), p.block_n()) != (head_dim, block_m, block_n) {
+                continue;
+            }
+            memory_probes.push(ProbeRun {
+                mask: mask_name(c.mask).to_string(),
+                batch: c.batch,
+                heads: c.heads,
+                seqlen: c.seqlen,
+                schedule: schedule.name().to_string(),
+                launch: schedule.machine().launch,
+                dram_bytes: schedulers::dram_bytes(p),
+                simulated_us: schedulers::simulated_prediction(schedule, &fit.costs)?,
+                trace_makespan_us: measured,
+            });
+        }
+        fit.costs.memory_roof = fit_roof(&memory_probes);
         entries.push(CostsEntry {
             head_dim,
             block_m,
@@ -244,6 +369,7 @@ pub fn run(args: CalibrateArgs) -> Result<()> {
             costs: fit.costs,
             fit,
             calibrated_on: runs,
+            memory_probes,
         });
     }
     let (tool, date, commit) = provenance();
@@ -259,6 +385,15 @@ pub fn run(args: CalibrateArgs) -> Result<()> {
     outln!("{}", summary(&file));
     eprintln!("costs written to {}", args.out.display());
     Ok(())
+}
+
+/// The memory roof of a kernel build from its probes (`schedulers::calibrate::fit_memory_roof`).
+pub fn fit_roof(probes: &[ProbeRun]) -> Option<schedulers::MemoryRoof> {
+    let probes: Vec<MemoryProbe> = probes
+        .iter()
+        .map(|p| MemoryProbe { bytes: p.dram_bytes, simulated: p.simulated_us, measured: p.trace_makespan_us })
+        .collect();
+    schedulers::calibrate::fit_memory_roof(&probes, schedulers::MEMORY_ROOF_EXPONENT)
 }
 
 /// Every phase of a fit or a trace, named as the tables name them, with its statistics where it has samples.
@@ -300,11 +435,54 @@ pub fn summary(file: &CostsFile) -> String {
             }
         }
     }
-    format!(
+    let mut text = format!(
         "costs calibrated on {} (µs; the model uses the {}%-trimmed mean)\n{}",
         file.gpu,
         schedulers::calibrate::TRIM * 100.0,
         table(&["kernel", "phase", "trimmed mean", "median", "p10 .. p90", "samples"], &rows)
+    );
+    text.push_str(&roof_summary(file));
+    text
+}
+
+/// The memory probes and the roof fitted on them, per kernel build ("" where the calibration had none).
+pub fn roof_summary(file: &CostsFile) -> String {
+    let mut rows = Vec::new();
+    let mut verdicts = Vec::new();
+    for e in file.entries.iter().filter(|e| !e.memory_probes.is_empty()) {
+        let kernel = format!("hd{} {}x{}", e.head_dim, e.block_m, e.block_n);
+        for p in &e.memory_probes {
+            let predicted = e.costs.memory_roof.map_or(p.simulated_us, |r| r.blend(p.simulated_us, p.dram_bytes));
+            rows.push(vec![
+                kernel.clone(),
+                format!("{} s{} ({}x{}), {}, {}", p.mask, p.seqlen, p.batch, p.heads, p.schedule, p.launch.name()),
+                format!("{:.0}", p.dram_bytes / 1e6),
+                format!("{:.1}", p.simulated_us),
+                format!("{:.1}", predicted),
+                format!("{:.1}", p.trace_makespan_us),
+                format!("{:+.1}%", (predicted / p.trace_makespan_us - 1.0) * 100.0),
+            ]);
+        }
+        verdicts.push(match e.costs.memory_roof {
+            // bytes per µs = MB/s; / 1e6 gives TB/s.
+            Some(r) => format!(
+                "{kernel}: memory roof {:.2} TB/s effective (exponent {}), fitted on {} probes",
+                r.bandwidth / 1e6,
+                r.exponent,
+                e.memory_probes.len()
+            ),
+            None => format!(
+                "{kernel}: no memory roof: no probe ran slower than the simulation by more than a roof would explain"
+            ),
+        });
+    }
+    if rows.is_empty() {
+        return String::new();
+    }
+    format!(
+        "\nmemory probes (traced makespan against the simulation under these costs, µs; not in the phase costs)\n{}{}\n",
+        table(&["kernel", "probe", "DRAM MB", "simulated", "with roof", "traced", "error"], &rows),
+        verdicts.join("\n")
     )
 }
 
@@ -339,6 +517,8 @@ mod tests {
             "sm90",
             "--from-traces",
             dir.to_str().unwrap(),
+            "--memory-probes",
+            "none",
             "-o",
             out.to_str().unwrap(),
         ];
@@ -362,6 +542,7 @@ mod tests {
             unit_finish: 0.8,
             dkv_reduce: 3.0,
             variability: None,
+            memory_roof: None,
         }
     }
 
@@ -374,7 +555,7 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let out = dir.join("costs.json");
         let args = args(&dir, &out);
-        let jobs = jobs(&args).unwrap();
+        let jobs = jobs(&plan(&args).unwrap()).unwrap();
         assert!(jobs.len() >= 6, "both masks, three schedules each");
         for (c, schedule) in &jobs {
             let stamps = simulated_stamps(schedule, &truth).unwrap();
@@ -420,7 +601,7 @@ mod tests {
         let out = dir.join("costs.json");
         let mut args = args(&dir, &out);
         args.launch = LaunchArg::Persistent;
-        let jobs = jobs(&args).unwrap();
+        let jobs = jobs(&plan(&args).unwrap()).unwrap();
         for (c, schedule) in &jobs {
             assert_eq!(schedule.machine().launch, schedulers::LaunchPolicy::Persistent);
             let name = trace_file_name(c, schedule);
@@ -460,5 +641,83 @@ mod tests {
         let err = run(portable).unwrap_err();
         assert!(err.to_string().contains("only the sm90 main loop has a persistent launch"), "{err}");
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn memory_probes_fit_a_roof_and_stay_out_of_the_phase_costs() {
+        // Calibration traces as the model would write them, and probes whose every stamp is stretched by 30%, as
+        // if memory set their pace: the phase costs are those of the calibration traces alone, and the roof
+        // fitted on the probes brings their predictions near the stretched makespans.
+        let truth = sm90_truth();
+        let dir = std::env::temp_dir().join(format!("dashc-kept-probes-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let out = dir.join("costs.json");
+        let mut args = args(&dir, &out);
+        args.memory_probes = "768,256,256".into();
+        let plan = plan(&args).unwrap();
+        let seqlens = probe_seqlens(&args).unwrap();
+        assert_eq!(seqlens, [256, 768], "sorted, without repeats");
+        let probes = probe_jobs(&plan, &seqlens, probe_launch(MainLoop::Sm90)).unwrap();
+        assert_eq!(probes.len(), 4, "two masks x two lengths at one head dim");
+        for (c, schedule) in jobs(&plan).unwrap().iter().chain(&probes) {
+            let is_probe = c.seqlen != 1024;
+            let mut stamps = simulated_stamps(schedule, &truth).unwrap();
+            if is_probe {
+                assert_eq!(schedule.machine().launch, schedulers::LaunchPolicy::Persistent);
+                assert_eq!(c.batch, 2048 / c.seqlen);
+                let stretch = |t: &mut f64| *t *= 1.3;
+                for u in &mut stamps {
+                    stretch(&mut u.start);
+                    stretch(&mut u.end);
+                    u.compute_end.as_mut().map(stretch);
+                    for t in &mut u.tasks {
+                        stretch(&mut t.compute_start);
+                        stretch(&mut t.arrival);
+                        stretch(&mut t.reduce_start);
+                        stretch(&mut t.reduce_end);
+                    }
+                }
+            }
+            std::fs::write(dir.join(trace_file_name(c, schedule)), crate::trace::to_text(schedule, &stamps)).unwrap();
+        }
+        std::fs::write(dir.join(DEVICE_FILE), "NVIDIA H100 80GB HBM3\n").unwrap();
+        run(args).unwrap();
+        let file = CostsFile::load(&out).unwrap();
+        let e = &file.entries[0];
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-6;
+        assert!(close(e.costs.compute, 5.0) && close(e.costs.reduce, 3.0), "{:?}", e.costs);
+        assert_eq!(e.memory_probes.len(), 4);
+        let roof = e.costs.memory_roof.expect("the stretched probes show a roof");
+        assert_eq!(roof.exponent, schedulers::MEMORY_ROOF_EXPONENT);
+        assert_eq!(e.fit.costs.memory_roof, e.costs.memory_roof);
+        for p in &e.memory_probes {
+            let before = (p.simulated_us / p.trace_makespan_us).ln().abs();
+            let after = (roof.blend(p.simulated_us, p.dram_bytes) / p.trace_makespan_us).ln().abs();
+            assert!(before > 0.2 && after < before, "{p:?}: {before} -> {after}");
+        }
+        let text = summary(&file);
+        assert!(text.contains("memory probes") && text.contains("TB/s effective"), "{text}");
+
+        // Without the probes' traces, the error names the flag.
+        let mut without = super::tests::args(&dir, &out);
+        without.memory_probes = "512".into();
+        let err = run(without).unwrap_err().to_string();
+        assert!(err.contains("memory probes") && err.contains("--memory-probes"), "{err}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn memory_probes_flag_is_checked() {
+        let dir = std::env::temp_dir();
+        let mut args = args(&dir, &dir.join("costs.json"));
+        for (bad, says) in
+            [("0", "not a positive"), ("x", "not a positive"), ("4096", "longer than --tokens"), (",", "empty")]
+        {
+            args.memory_probes = bad.into();
+            let err = probe_seqlens(&args).unwrap_err().to_string();
+            assert!(err.contains(says), "{bad}: {err}");
+        }
+        args.memory_probes = " none ".into();
+        assert!(probe_seqlens(&args).unwrap().is_empty());
     }
 }

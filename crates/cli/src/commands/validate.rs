@@ -620,6 +620,36 @@ fn distinct_joined<'a>(values: impl IntoIterator<Item = &'a str>) -> String {
     distinct.join(" and ")
 }
 
+/// How the report's predictions use the costs' memory roofs, if any: the bandwidths, and the probes they were
+/// fitted on (shapes outside the calibration and validation sets).
+fn roof_description(costs: &CostsFile) -> String {
+    let roofs: Vec<String> = costs
+        .entries
+        .iter()
+        .filter_map(|e| {
+            e.costs.memory_roof.map(|r| {
+                let probes: Vec<String> = e.memory_probes.iter().map(|p| format!("{} s{}", p.mask, p.seqlen)).collect();
+                format!(
+                    "head dim {}: {:.2} TB/s, fitted on {} probes ({})",
+                    e.head_dim,
+                    r.bandwidth / 1e6,
+                    probes.len(),
+                    probes.join(", ")
+                )
+            })
+        })
+        .collect();
+    let Some(exponent) = costs.entries.iter().find_map(|e| e.costs.memory_roof.map(|r| r.exponent)) else {
+        return String::new();
+    };
+    format!(
+        ", blended with the time the problem's DRAM traffic takes at the calibrated memory roof, (T^{e} + M^{e})^(1/{e}) \
+         (docs/calibration.md, \"Memory roof\"; {})",
+        roofs.join("; "),
+        e = exponent
+    )
+}
+
 /// A note when the costs were calibrated on another card than the one (or ones, joined by " and ") measured here:
 /// the names matched, or the report would not have been written, so it is another card of the same kind. None
 /// where either side does not know its card, or both are the same card.
@@ -818,8 +848,10 @@ struct Row {
     clocks: Option<(f64, f64)>,
     /// The uncalibrated (idealized) model's makespan, in tile-compute units.
     ideal: f64,
-    /// The calibrated model with every phase at its cost (no variability), µs.
+    /// The calibrated model with every phase at its cost (no variability) and no memory roof, µs.
     constant: f64,
+    /// The calibrated model without its memory roof (the simulator's prediction alone), µs.
+    without_roof: f64,
     /// The calibrated costs without the kernel terms (`poll` 0, `kernel_epilogues` off), µs.
     without_kernel_terms: f64,
     /// The calibrated phase costs with free hand-offs and no kernel terms: the paper's model, measured constants.
@@ -891,16 +923,23 @@ fn report(
         // The simpler models take every phase at its cost (no variability); without variability that is the
         // calibrated prediction itself.
         let varied = costs.entries.iter().any(|e| e.costs.variability.is_some());
-        let constant = if varied {
-            predict(&args.configs.costs, &|c| CostModel { variability: None, ..c })?
+        let roofed = costs.entries.iter().any(|e| e.costs.memory_roof.is_some());
+        let without_roof = if roofed {
+            predict(&args.configs.costs, &|c| CostModel { memory_roof: None, ..c })?
         } else {
             calibrated.clone()
+        };
+        let constant = if varied {
+            predict(&args.configs.costs, &|c| CostModel { variability: None, memory_roof: None, ..c })?
+        } else {
+            without_roof.clone()
         };
         let without_kernel_terms = predict(&args.configs.costs, &|c| CostModel {
             poll: 0.0,
             kernel_epilogues: false,
             kv_load_overlap: false,
             variability: None,
+            memory_roof: None,
             ..c
         })?;
         let free_handoffs = predict(&args.configs.costs, &|c| CostModel {
@@ -909,6 +948,7 @@ fn report(
             kernel_epilogues: false,
             kv_load_overlap: false,
             variability: None,
+            memory_roof: None,
             ..c
         })?;
         let entry =
@@ -937,6 +977,7 @@ fn report(
                 clocks: r.sm_mhz.zip(r.clock_limited_share),
                 ideal: lookup(&ideal, &r.schedule)?,
                 constant: lookup(&constant, &r.schedule)?,
+                without_roof: lookup(&without_roof, &r.schedule)?,
                 without_kernel_terms: lookup(&without_kernel_terms, &r.schedule)?,
                 free_handoffs: lookup(&free_handoffs, &r.schedule)?,
             });
@@ -997,7 +1038,7 @@ fn report(
         "Measured: {statistic} of the deterministic timing build (CUDA events; no trace code){}, \
          which is what the simulator predicts (pre- and post-processing are not modelled). Predicted: the \
          simulated makespan of the same schedule on {} SMs with the {} launch (the measurements' own) under the \
-         calibrated costs{}. Error = |predicted − measured| / measured.\n",
+         calibrated costs{}{}. Error = |predicted − measured| / measured.\n",
         rounds,
         machine.sms,
         launch.name(),
@@ -1008,7 +1049,8 @@ fn report(
                 v.runs
             ),
             None => String::new(),
-        }
+        },
+        roof_description(costs)
     );
     // Calibration and held-out sets.
     let mut calib_sets = Vec::new();
@@ -1449,20 +1491,27 @@ fn write_model_ablation(doc: &mut String, rows: &[Row], decoupled: bool) {
             "+ poll after a missed early read, K/V epilogues",
         )
     };
-    // Costs with variability add a last line; without it the epilogues' line is the calibrated model.
-    let varied = rows.iter().any(|r| r.constant != r.predicted_us);
-    let epilogues = if varied { epilogues.to_string() } else { format!("{epilogues} (the calibrated model)") };
+    // Costs with variability, and costs with a memory roof, each add a line; the last line is the calibrated
+    // model.
+    let varied = rows.iter().any(|r| r.constant != r.without_roof);
+    let roofed = rows.iter().any(|r| r.without_roof != r.predicted_us);
     let ideal = |r: &Row| r.ideal * scale;
-    let mut models: Vec<(&str, &Prediction)> = vec![
-        ("idealized: compute 1, reduce 0.25, free hand-offs (one scale factor fitted)", &ideal),
-        ("measured phase costs, free hand-offs (the paper's model with calibrated constants)", &|r| r.free_handoffs),
-        (kernel_terms, &|r| r.without_kernel_terms),
-        (&epilogues, &|r| r.constant),
+    let mut models: Vec<(String, &Prediction)> = vec![
+        ("idealized: compute 1, reduce 0.25, free hand-offs (one scale factor fitted)".into(), &ideal),
+        ("measured phase costs, free hand-offs (the paper's model with calibrated constants)".into(), &|r| {
+            r.free_handoffs
+        }),
+        (kernel_terms.into(), &|r| r.without_kernel_terms),
+        (epilogues.into(), &|r| r.constant),
     ];
     if varied {
-        models.push(("+ phase durations drawn around their costs, mean of the runs (the calibrated model)", &|r| {
-            r.predicted_us
-        }));
+        models.push(("+ phase durations drawn around their costs, mean of the runs".into(), &|r| r.without_roof));
+    }
+    if roofed {
+        models.push(("+ the memory roof: blended with the time the DRAM traffic takes".into(), &|r| r.predicted_us));
+    }
+    if let Some(last) = models.last_mut() {
+        last.0.push_str(" (the calibrated model)");
     }
     let held: Vec<&Row> = rows.iter().filter(|r| !r.calibration).collect();
     let mut table_rows = Vec::new();
@@ -1564,6 +1613,7 @@ mod tests {
             clocks: mhz.map(|m| (m, 0.5)),
             ideal: 1.0,
             constant: predicted_us,
+            without_roof: predicted_us,
             without_kernel_terms: predicted_us,
             free_handoffs: predicted_us,
         }

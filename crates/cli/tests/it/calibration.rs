@@ -48,7 +48,18 @@ fn calibrating_from_kept_traces_refuses_what_it_cannot_fit() {
     fails_with(&["calibrate", "--from-traces", "/nonexistent/traces", "--arch", "sm90"], 2, "is not a folder");
     fails_with(&["calibrate", "--from-traces", d, "--keep-traces", d], 2, "cannot be used with");
     let out = dir.join("costs.json");
-    let one = ["--seqlens", "1024", "--head-dims", "64", "--masks", "full", "--schedules", "naive"];
+    let one = [
+        "--seqlens",
+        "1024",
+        "--head-dims",
+        "64",
+        "--masks",
+        "full",
+        "--schedules",
+        "naive",
+        "--memory-probes",
+        "none",
+    ];
     let args = |extra: &[&str]| -> Vec<String> {
         ["calibrate", "--from-traces", d, "--arch", "sm90", "-o", out.to_str().unwrap()]
             .iter()
@@ -188,6 +199,61 @@ fn validate_rewrites_its_report_from_raw_measurements_and_refuses_another_gpu() 
     fails_with(&args, 2, "the measurements are from 'NVIDIA H100 80GB HBM3'");
     std::fs::write(&raw_path, "{\"format\": 1").unwrap();
     fails_with(&args, 2, "invalid validation raw file");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn validate_blends_the_memory_roof_into_its_predictions() {
+    // The fixture's costs with a memory roof slow enough to matter at 512 tokens: the predicted column grows by the
+    // blend, and the report says how it was made.
+    let dir = temp_dir("validate-roof");
+    let raw = serde_json::json!({
+        "format": "dashc-validation-raw", "schema_version": 1, "command": "test", "tool": "dashc", "date": "d",
+        "commit": "c", "device": "NVIDIA H200", "compute_cap": "9.0", "driver": "x", "arch": "sm_90a",
+        "rows": [
+            {"mask": "full", "head_dim": 128, "heads": 16, "seqlen": 512, "batch": 32, "schedule": "shift",
+             "status": "ok", "main_ms": 0.4, "total_ms": 0.5}
+        ],
+        "gantt": []
+    });
+    let raw_path = dir.join("raw.json");
+    std::fs::write(&raw_path, raw.to_string()).unwrap();
+    let predicted = |costs: &str| -> (f64, String) {
+        let doc = dir.join("validation.md");
+        let out = dashc(&[
+            "validate",
+            "--costs",
+            costs,
+            "--from-raw",
+            raw_path.to_str().unwrap(),
+            "--doc",
+            doc.to_str().unwrap(),
+        ]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let text = std::fs::read_to_string(&doc).unwrap();
+        let row =
+            text.lines().find(|l| l.starts_with("| full hd128 s512 (32x16) | shift |")).expect("the row").to_string();
+        (row.split('|').nth(5).unwrap().trim().parse().unwrap(), text)
+    };
+    let plain = fixture();
+    let (without, text) = predicted(&plain);
+    assert!(!text.contains("Memory roof"), "{text}");
+    // A roof whose memory time equals the plain prediction: the blend is 2^(1/3) of it.
+    let bytes = 32.0 * 16.0 * 512.0 * (1032.0 + 1024.0);
+    let mut file: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&plain).unwrap()).unwrap();
+    for e in file["entries"].as_array_mut().unwrap() {
+        e["costs"]["memory_roof"] = serde_json::json!({"bandwidth": bytes / without, "exponent": 3.0});
+    }
+    let roofed = dir.join("roofed.json");
+    std::fs::write(&roofed, file.to_string()).unwrap();
+    let (with, text) = predicted(roofed.to_str().unwrap());
+    assert!((with / (without * 2f64.cbrt()) - 1.0).abs() < 2e-3, "{without} -> {with}");
+    assert!(text.contains("Memory roof") && text.contains("(T^3 + M^3)^(1/3)"), "{text}");
+    // The ablation's last step is the roof, and the step before it is the model without one.
+    assert!(
+        text.contains("| + the memory roof: blended with the time the DRAM traffic takes (the calibrated model) |"),
+        "{text}"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

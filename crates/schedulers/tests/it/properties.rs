@@ -36,6 +36,7 @@ fn costs_strategy() -> impl Strategy<Value = CostModel> {
             unit_finish: f,
             dkv_reduce: r,
             variability: None,
+            memory_roof: None,
         })
 }
 

@@ -60,6 +60,7 @@ fn case() -> impl Strategy<Value = (Problem, Mask, Machine, CostModel)> {
                 unit_finish: o / 2.0,
                 dkv_reduce: r,
                 variability: None,
+                memory_roof: None,
             };
             (p, mask, Machine { sms, launch }, costs)
         })
