@@ -22,5 +22,7 @@ regen validation-sm90 median ${V}-persistent/calibrate/costs.json ${V}-inorder/r
 regen validation-sm90-persistent median ${V}-persistent/calibrate/costs.json ${V}-persistent/round{1,2,3,4}/validate-raw.json
 V=$R/validate-2026-11-27-b357e26-sm90-split-h200
 regen validation-sm90-split fastest $V/calibrate/costs-kv-load-overlap.json $V/round{1,2,3}/validate-raw.json
-V=$R/validate-2026-11-27-3aaa499-sm90-split-h100
+V=$R/validate-2026-11-27-4d4e81c-sm90-split-h100-roof
 regen validation-sm90-split-h100 fastest $V/calibrate/costs.json $V/round{1,2,3}/validate-raw.json
+V=$R/validate-2026-11-27-4d4e81c-sm90-split-h200-roof
+regen validation-sm90-split-h200-roof fastest $V/calibrate/costs.json $V/round{1,2,3}/validate-raw.json
