@@ -13,6 +13,9 @@ use crate::output::SCHEMA_VERSION;
 
 pub const FORMAT: &str = "dashc-costs";
 
+/// The schema of a costs file whose entries have a memory roof or memory probes (`CostsFile::new`).
+pub const ROOF_SCHEMA_VERSION: u32 = 2;
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CostsFile {
@@ -69,8 +72,12 @@ pub struct ProbeRun {
     pub dram_bytes: f64,
     /// The simulator's prediction under the fitted phase costs, before the roof (µs).
     pub simulated_us: f64,
-    /// The trace's makespan (µs).
+    /// The trace's makespan (µs): what the roof is fitted on, as the phase costs are fitted on trace stamps.
     pub trace_makespan_us: f64,
+    /// The trace build's main-kernel time (median, ms) where the GPU ran it; absent in a refit of kept traces. Not
+    /// used by the fit: kept to show how far the makespan is from the kernel time `validate` measures.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traced_main_ms: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -93,9 +100,12 @@ impl CostsFile {
     }
 
     pub fn new(gpu: &str, created_by: String, entries: Vec<CostsEntry>) -> CostsFile {
+        // A file with a memory roof is schema 2, so that an older dashc refuses it instead of predicting without
+        // the roof (its reader would skip the unknown `memory_roof` field); without one it stays readable by them.
+        let roofed = entries.iter().any(|e| e.costs.memory_roof.is_some() || !e.memory_probes.is_empty());
         CostsFile {
             format: FORMAT.into(),
-            schema_version: SCHEMA_VERSION,
+            schema_version: if roofed { ROOF_SCHEMA_VERSION } else { SCHEMA_VERSION },
             gpu: gpu.into(),
             gpu_uuid: None,
             time_unit: "us".into(),
@@ -114,9 +124,9 @@ impl CostsFile {
         if file.format != FORMAT {
             return Err(invalid(format!("format is '{}', expected '{FORMAT}'", file.format)));
         }
-        if file.schema_version != SCHEMA_VERSION {
+        if file.schema_version != SCHEMA_VERSION && file.schema_version != ROOF_SCHEMA_VERSION {
             return Err(invalid(format!(
-                "schema_version {} is not supported (this dashc reads {SCHEMA_VERSION})",
+                "schema_version {} is not supported (this dashc reads {SCHEMA_VERSION} and {ROOF_SCHEMA_VERSION})",
                 file.schema_version
             )));
         }
@@ -250,10 +260,12 @@ mod tests {
             dram_bytes: 5.4e8,
             simulated_us: 150.0,
             trace_makespan_us: 210.0,
+            traced_main_ms: Some(0.213),
         });
         let file = CostsFile::new("NVIDIA H200", "test".into(), vec![roofed]);
         file.save(&path).unwrap();
         let back = CostsFile::load(&path).unwrap();
+        assert_eq!(back.schema_version, ROOF_SCHEMA_VERSION, "a file with a roof is schema 2");
         assert_eq!(back.entries[0].costs, file.entries[0].costs);
         assert_eq!(back.entries[0].calibrated_on, file.entries[0].calibrated_on);
         assert_eq!(back.entries[0].memory_probes, file.entries[0].memory_probes);
@@ -261,6 +273,7 @@ mod tests {
         CostsFile::new("NVIDIA H200", "test".into(), vec![entry(128)]).save(&path).unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
         assert!(!text.contains("memory_roof") && !text.contains("memory_probes"), "{text}");
+        assert!(text.contains("\"schema_version\": 1"), "without a roof the file stays schema 1: {text}");
         assert_eq!(CostsFile::load(&path).unwrap().entries[0].costs.memory_roof, None);
         file.save(&path).unwrap();
         assert!(back.entry(&path, 128, 64, 128).is_ok());

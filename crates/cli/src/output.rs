@@ -197,6 +197,7 @@ pub fn header(s: &Setup) -> String {
         let _ = write!(costs, ", dk/dv reduce {}", num(c.dkv_reduce));
     }
     costs.push_str(&model_switches(c));
+    costs.push_str(&roof_note(c));
     let _ = writeln!(
         out,
         "machine: {} SMs, {} launch; costs: {costs} ({})",
@@ -229,11 +230,20 @@ pub fn model_switches(c: &CostModel) -> String {
     if !switches.is_empty() {
         let _ = write!(out, ", with {}", switches.join(", "));
     }
-    if let Some(roof) = c.memory_roof {
-        // Calibrated costs count in µs, so the bandwidth is in bytes/µs: 1e6 of them make a TB/s.
-        let _ = write!(out, "; memory roof {:.2} TB/s", roof.bandwidth / 1e6);
-    }
     out
+}
+
+/// Where the costs have a memory roof: a suffix that says so and that it joins only the predictions compared
+/// with a GPU (`run`, `bench`, `validate`), not the simulations, timelines and bounds a table or chart shows.
+pub fn roof_note(c: &CostModel) -> String {
+    match c.memory_roof {
+        // Calibrated costs count in µs, so the bandwidth is in bytes/µs: 1e6 of them make a TB/s.
+        Some(roof) => format!(
+            "; memory roof {:.2} TB/s, in the predictions compared with a GPU only (docs/calibration.md)",
+            roof.bandwidth / 1e6
+        ),
+        None => String::new(),
+    }
 }
 
 /// Renders rows as a left-aligned first column and right-aligned numeric columns.

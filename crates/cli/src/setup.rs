@@ -247,10 +247,7 @@ impl Setup {
         } else {
             e.makespan()
         };
-        match self.costs.memory_roof {
-            Some(roof) => roof.blend(simulated, schedulers::dram_bytes(e.schedule.problem())),
-            None => simulated,
-        }
+        self.costs.with_memory_roof(simulated, e.schedule.problem())
     }
 
     /// A refusal's text (the search's list of built-ins keeps them as text) in the terms of `--ideal`'s flags.

@@ -1052,8 +1052,13 @@ mod tests {
     #[test]
     fn memory_roof_blends_and_is_checked() {
         let roof = MemoryRoof { bandwidth: 1.0, exponent: 3.0 };
-        assert!(close(roof.blend(1000.0, 1.0), 1000.0 * (1.0 + 1e-9f64).cbrt()));
+        // Memory at half the simulation adds an eighth under the cube root: 4% more, not the larger term alone.
+        assert!(close(roof.blend(1000.0, 500.0), 1000.0 * 1.125f64.cbrt()));
         assert!(close(roof.blend(3.0, 4.0), (27.0f64 + 64.0).cbrt()));
+        // Far from the roof it is the simulation; and it keeps the simulation's order, so no ranking changes.
+        assert!((roof.blend(1e6, 1.0) - 1e6).abs() < 1e-6);
+        let blended: Vec<f64> = [100.0, 200.0, 300.0, 400.0].iter().map(|&t| roof.blend(t, 250.0)).collect();
+        assert!(blended.windows(2).all(|w| w[0] < w[1]), "{blended:?}");
         assert!(close(roof.blend(0.0, 5.0), 5.0));
         assert_eq!(roof.blend(0.0, 0.0), 0.0);
         for bad in [MemoryRoof { bandwidth: 0.0, exponent: 3.0 }, MemoryRoof { bandwidth: 1.0, exponent: 0.5 }] {

@@ -80,8 +80,9 @@ pub struct CostModel {
 /// Where the memory system, not the schedule, sets the pace: short rows, where a unit has few visits and every
 /// byte of Q, dO, K, V, dK, dV and the dQ accumulator crosses DRAM in a few hundred microseconds.
 ///
-/// The simulator prices each phase at what it costs at the calibration shapes, where DRAM is far from busy. At
-/// 512 tokens the same bytes must move in a quarter of the time, and the memory-side phases stretch (on an H100
+/// The simulator prices each phase at what it costs at the calibration shapes (sequence lengths 2048 and 8192),
+/// where DRAM is far from busy. At sequence length 512 the same bytes must move in 30–45% of the time they take at
+/// 2048, and the memory-side phases stretch (on an H100
 /// the dQ add 52–82% longer, bench/NOTES.md run 283). The model does not follow that phase by phase; it takes
 /// the prediction as a smooth maximum of the simulated makespan `T` and the memory time `M` = [`dram_bytes`] /
 /// `bandwidth`: `(T^e + M^e)^(1/e)`, `e` = `exponent`. Far from the roof (`M` ≪ `T`) the prediction is `T`; at
@@ -97,14 +98,16 @@ pub struct MemoryRoof {
 }
 
 /// The blend's exponent a calibration uses ([`MemoryRoof::exponent`]). Chosen, not fitted: on the short rows of
-/// one H100's validation (runs 276–279) it put the roof's effective bandwidth at 88% of the card's peak and the
-/// four 512- and 1024-token causal rows within 1% of the measurement, where 2 needs more than the peak
-/// bandwidth; runs 287–290 test it on fresh data.
+/// one H100's validation (runs 276–279), with the roof's effective bandwidth at 88% of the card's peak, it put the
+/// plain symmetric shift's causal rows at sequence lengths 512 and 1024 within 1% of the measurement (the other
+/// schedules within 7.1%), where 2 needs more than the peak bandwidth; runs 287–293 tested it on fresh data (bench/NOTES.md).
 pub const MEMORY_ROOF_EXPONENT: f64 = 3.0;
 
 /// The bytes the backward main loop moves to or from DRAM at least once: Q, dO, K and V read (BF16), LSE and D
-/// read (FP32), the FP32 dQ accumulator written, dK and dV written (BF16; with GQA, FP32 accumulators). Re-reads
-/// served by L2 are not counted: the same for every schedule, this is a floor on the traffic, not its total.
+/// read (FP32), the FP32 dQ accumulator written, dK and dV written (BF16). Under GQA the count assumes FP32 dK/dV
+/// accumulators, as the simulator's `dkv_reduce` does; no generated kernel runs GQA yet, so no measurement backs
+/// that case. Re-reads served by L2 are not counted: the same for every schedule, this is a floor on the traffic,
+/// not its total.
 pub fn dram_bytes(problem: &dag_model::Problem) -> f64 {
     let (b, d) = (problem.batch() as f64, problem.head_dim() as f64);
     let q_rows = b * problem.heads() as f64 * problem.seqlen_q() as f64;
@@ -172,6 +175,15 @@ impl CostModel {
             dkv_reduce: r,
             variability: None,
             memory_roof: None,
+        }
+    }
+
+    /// A prediction of `problem` from the simulator's (`simulated`): blended with the memory roof where the costs
+    /// have one ([`MemoryRoof::blend`]), else `simulated` itself.
+    pub fn with_memory_roof(&self, simulated: f64, problem: &dag_model::Problem) -> f64 {
+        match self.memory_roof {
+            Some(roof) => roof.blend(simulated, dram_bytes(problem)),
+            None => simulated,
         }
     }
 

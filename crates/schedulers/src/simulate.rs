@@ -264,11 +264,7 @@ fn holder_state(resident: bool, launched: bool) -> &'static str {
 /// needs ([`crate::MemoryRoof`]). The analyzer's simulations, timelines and lower bounds are of constant phases
 /// and know no roof; this is the number compared with a GPU's time (`run`, `bench`, `validate`).
 pub fn predicted_makespan(schedule: &Schedule, costs: &CostModel) -> Result<f64, ScheduleError> {
-    let simulated = simulated_prediction(schedule, costs)?;
-    Ok(match costs.memory_roof {
-        Some(roof) => roof.blend(simulated, crate::cost::dram_bytes(schedule.problem())),
-        None => simulated,
-    })
+    Ok(costs.with_memory_roof(simulated_prediction(schedule, costs)?, schedule.problem()))
 }
 
 /// The part of [`predicted_makespan`] the simulator gives, before the memory roof: the makespan, or the mean

@@ -133,7 +133,7 @@ fn probe_seqlens(args: &CalibrateArgs) -> Result<Vec<u32>> {
 /// The launch the memory probes run with: the one `run` and `bench` use for this main loop, since the roof
 /// fitted on them joins those predictions.
 fn probe_launch(main_loop: MainLoop) -> schedulers::LaunchPolicy {
-    if main_loop.dq_writers() > 0 { schedulers::LaunchPolicy::Persistent } else { schedulers::LaunchPolicy::InOrder }
+    main_loop.default_launch()
 }
 
 /// Every memory probe: for each head dim and mask of the calibration and each probe length, the built-in
@@ -164,8 +164,15 @@ fn probe_jobs(
                 crate::args::MaskArg::Causal => schedulers::ScheduleKind::SymmetricShift,
                 _ => schedulers::ScheduleKind::Shift,
             };
-            kind.check_applicable(&setup.problem, &setup.mask)
-                .map_err(|e| bad_input(format!("--memory-probes: seqlen {seqlen}: {e}")))?;
+            if kind.check_applicable(&setup.problem, &setup.mask).is_err() {
+                let block_n = setup.problem.block_n();
+                return Err(bad_input(format!(
+                    "--memory-probes: seqlen {seqlen} gives {} KV tiles of {block_n} at head dim {head_dim}, and the \
+                     causal probe (symmetric-shift) needs an even count: use a multiple of {}",
+                    setup.problem.n_tiles(),
+                    2 * block_n
+                )));
+            }
             let machine = schedulers::Machine { launch, ..setup.machine };
             let schedule =
                 kind.build(setup.problem, setup.mask.clone(), setup.tile_mask.clone(), machine, &setup.costs)?;
@@ -190,6 +197,8 @@ pub fn run(args: CalibrateArgs) -> Result<()> {
     let plan = plan(&args)?;
     let jobs = jobs(&plan)?;
     let probe_seqlens = probe_seqlens(&args)?;
+    // Bad probe lengths fail before the GPU is looked for; the launch (which the GPU decides) changes nothing here.
+    probe_jobs(&plan, &probe_seqlens, schedulers::LaunchPolicy::InOrder)?;
     crate::output::check_writable(&args.out)?;
     if let Some(dir) = &args.keep_traces {
         std::fs::create_dir_all(dir).map_err(|e| bad_input(format!("cannot create {}: {e}", dir.display())))?;
@@ -271,7 +280,8 @@ pub fn run(args: CalibrateArgs) -> Result<()> {
     };
 
     let mut groups: BTreeMap<(u32, u32, u32), (Samples, Vec<CalibrationRun>)> = BTreeMap::new();
-    let mut probe_traces: Vec<(&crate::sweep::Config, &schedulers::Schedule, f64)> = Vec::new();
+    // Each probe's configuration, schedule, trace makespan (µs) and trace build's main-kernel time (ms, GPU runs).
+    let mut probe_traces: Vec<(&crate::sweep::Config, &schedulers::Schedule, f64, Option<f64>)> = Vec::new();
     for (index, (c, schedule)) in jobs.iter().chain(&probes).enumerate() {
         let p = schedule.problem();
         let is_probe = index >= jobs.len();
@@ -314,7 +324,7 @@ pub fn run(args: CalibrateArgs) -> Result<()> {
         };
         if is_probe {
             // Kept apart from the phase costs: its memory-side phases stretch, which is what it is there to show.
-            probe_traces.push((c, schedule, trace.makespan()));
+            probe_traces.push((c, schedule, trace.makespan(), traced_main_ms));
             continue;
         }
         let group = groups.entry((p.head_dim(), p.block_m(), p.block_n())).or_insert_with(|| {
@@ -343,7 +353,7 @@ pub fn run(args: CalibrateArgs) -> Result<()> {
     for ((head_dim, block_m, block_n), (samples, runs)) in groups {
         let mut fit = samples.fit().map_err(|e| bad_input(format!("head dim {head_dim}: {e}")))?;
         let mut memory_probes = Vec::new();
-        for &(c, schedule, measured) in &probe_traces {
+        for &(c, schedule, measured, traced_main_ms) in &probe_traces {
             let p = schedule.problem();
             if (p.head_dim(), p.block_m(), p.block_n()) != (head_dim, block_m, block_n) {
                 continue;
@@ -358,6 +368,7 @@ pub fn run(args: CalibrateArgs) -> Result<()> {
                 dram_bytes: schedulers::dram_bytes(p),
                 simulated_us: schedulers::simulated_prediction(schedule, &fit.costs)?,
                 trace_makespan_us: measured,
+                traced_main_ms,
             });
         }
         fit.costs.memory_roof = fit_roof(&memory_probes);
@@ -388,7 +399,7 @@ pub fn run(args: CalibrateArgs) -> Result<()> {
 }
 
 /// The memory roof of a kernel build from its probes (`schedulers::calibrate::fit_memory_roof`).
-pub fn fit_roof(probes: &[ProbeRun]) -> Option<schedulers::MemoryRoof> {
+fn fit_roof(probes: &[ProbeRun]) -> Option<schedulers::MemoryRoof> {
     let probes: Vec<MemoryProbe> = probes
         .iter()
         .map(|p| MemoryProbe { bytes: p.dram_bytes, simulated: p.simulated_us, measured: p.trace_makespan_us })
@@ -446,21 +457,22 @@ pub fn summary(file: &CostsFile) -> String {
 }
 
 /// The memory probes and the roof fitted on them, per kernel build ("" where the calibration had none).
-pub fn roof_summary(file: &CostsFile) -> String {
+fn roof_summary(file: &CostsFile) -> String {
     let mut rows = Vec::new();
     let mut verdicts = Vec::new();
     for e in file.entries.iter().filter(|e| !e.memory_probes.is_empty()) {
         let kernel = format!("hd{} {}x{}", e.head_dim, e.block_m, e.block_n);
         for p in &e.memory_probes {
-            let predicted = e.costs.memory_roof.map_or(p.simulated_us, |r| r.blend(p.simulated_us, p.dram_bytes));
+            let predicted = e.costs.memory_roof.map(|r| r.blend(p.simulated_us, p.dram_bytes));
+            let error = |t: f64| format!("{:+.1}%", (t / p.trace_makespan_us - 1.0) * 100.0);
             rows.push(vec![
                 kernel.clone(),
                 format!("{} s{} ({}x{}), {}, {}", p.mask, p.seqlen, p.batch, p.heads, p.schedule, p.launch.name()),
                 format!("{:.0}", p.dram_bytes / 1e6),
                 format!("{:.1}", p.simulated_us),
-                format!("{:.1}", predicted),
+                predicted.map_or("-".into(), |t| format!("{t:.1}")),
                 format!("{:.1}", p.trace_makespan_us),
-                format!("{:+.1}%", (predicted / p.trace_makespan_us - 1.0) * 100.0),
+                error(predicted.unwrap_or(p.simulated_us)),
             ]);
         }
         verdicts.push(match e.costs.memory_roof {
@@ -472,7 +484,8 @@ pub fn roof_summary(file: &CostsFile) -> String {
                 e.memory_probes.len()
             ),
             None => format!(
-                "{kernel}: no memory roof: no probe ran slower than the simulation by more than a roof would explain"
+                "{kernel}: no memory roof: no roof fits the probes better than none (the error column is the \
+                 simulation's)"
             ),
         });
     }
@@ -645,10 +658,12 @@ mod tests {
 
     #[test]
     fn memory_probes_fit_a_roof_and_stay_out_of_the_phase_costs() {
-        // Calibration traces as the model would write them, and probes whose every stamp is stretched by 30%, as
-        // if memory set their pace: the phase costs are those of the calibration traces alone, and the roof
-        // fitted on the probes brings their predictions near the stretched makespans.
+        // Calibration traces as the model would write them, and probes whose every stamp is stretched so that
+        // each makespan is what a known roof predicts: the phase costs are those of the calibration traces alone,
+        // and the fit gives the roof back.
         let truth = sm90_truth();
+        // Its memory time at the probes (about 0.8 MB here) is about that of their simulated makespans.
+        let truth_roof = schedulers::MemoryRoof { bandwidth: 6e3, exponent: schedulers::MEMORY_ROOF_EXPONENT };
         let dir = std::env::temp_dir().join(format!("dashc-kept-probes-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let out = dir.join("costs.json");
@@ -665,7 +680,10 @@ mod tests {
             if is_probe {
                 assert_eq!(schedule.machine().launch, schedulers::LaunchPolicy::Persistent);
                 assert_eq!(c.batch, 2048 / c.seqlen);
-                let stretch = |t: &mut f64| *t *= 1.3;
+                let makespan = stamps.iter().map(|u| u.end).fold(0.0, f64::max);
+                let factor = truth_roof.blend(makespan, schedulers::dram_bytes(schedule.problem())) / makespan;
+                assert!(factor > 1.05, "the roof shows in every probe ({factor})");
+                let stretch = |t: &mut f64| *t *= factor;
                 for u in &mut stamps {
                     stretch(&mut u.start);
                     stretch(&mut u.end);
@@ -689,12 +707,9 @@ mod tests {
         assert_eq!(e.memory_probes.len(), 4);
         let roof = e.costs.memory_roof.expect("the stretched probes show a roof");
         assert_eq!(roof.exponent, schedulers::MEMORY_ROOF_EXPONENT);
+        assert!((roof.bandwidth / truth_roof.bandwidth - 1.0).abs() < 0.005, "{roof:?}");
         assert_eq!(e.fit.costs.memory_roof, e.costs.memory_roof);
-        for p in &e.memory_probes {
-            let before = (p.simulated_us / p.trace_makespan_us).ln().abs();
-            let after = (roof.blend(p.simulated_us, p.dram_bytes) / p.trace_makespan_us).ln().abs();
-            assert!(before > 0.2 && after < before, "{p:?}: {before} -> {after}");
-        }
+        assert!(e.memory_probes.iter().all(|p| p.traced_main_ms.is_none()), "kept traces carry no kernel time");
         let text = summary(&file);
         assert!(text.contains("memory probes") && text.contains("TB/s effective"), "{text}");
 
@@ -719,5 +734,10 @@ mod tests {
         }
         args.memory_probes = " none ".into();
         assert!(probe_seqlens(&args).unwrap().is_empty());
+        // An odd KV tile count is refused with the length to use, before any GPU is looked for (this test machine
+        // has none: the error would otherwise be about nvcc or the traces).
+        args.memory_probes = "384".into();
+        let err = run(args).unwrap_err().to_string();
+        assert!(err.contains("3 KV tiles of 128") && err.contains("use a multiple of 256"), "{err}");
     }
 }

@@ -21,7 +21,7 @@ struct RunJson<'a> {
     problem: ProblemJson<'a>,
     results: Vec<&'a Measured>,
     skipped: Vec<(&'a str, &'a str)>,
-    /// Schedule pairs whose predicted makespans differ by more than 5%, and how many the GPU orders alike.
+    /// Schedule pairs whose predictions differ by more than 5%, and how many the GPU orders alike.
     ordering_pairs: usize,
     ordering_agree: usize,
 }
@@ -101,7 +101,7 @@ pub fn run(args: RunArgs) -> Result<()> {
         }
         if pairs > 0 {
             outln!(
-                "\nordering: the GPU agrees with the prediction on {agree} of {pairs} schedule pairs whose predicted makespans differ by more than 5%"
+                "\nordering: the GPU agrees with the prediction on {agree} of {pairs} schedule pairs whose predictions differ by more than 5%"
             );
         }
     }

@@ -623,30 +623,42 @@ fn distinct_joined<'a>(values: impl IntoIterator<Item = &'a str>) -> String {
 /// How the report's predictions use the costs' memory roofs, if any: the bandwidths, and the probes they were
 /// fitted on (shapes outside the calibration and validation sets).
 fn roof_description(costs: &CostsFile) -> String {
-    let roofs: Vec<String> = costs
-        .entries
-        .iter()
-        .filter_map(|e| {
-            e.costs.memory_roof.map(|r| {
-                let probes: Vec<String> = e.memory_probes.iter().map(|p| format!("{} s{}", p.mask, p.seqlen)).collect();
-                format!(
-                    "head dim {}: {:.2} TB/s, fitted on {} probes ({})",
-                    e.head_dim,
-                    r.bandwidth / 1e6,
-                    probes.len(),
-                    probes.join(", ")
-                )
-            })
-        })
-        .collect();
-    let Some(exponent) = costs.entries.iter().find_map(|e| e.costs.memory_roof.map(|r| r.exponent)) else {
+    let roofed: Vec<(&crate::costs_file::CostsEntry, schedulers::MemoryRoof)> =
+        costs.entries.iter().filter_map(|e| e.costs.memory_roof.map(|r| (e, r))).collect();
+    let Some(&(_, first)) = roofed.first() else {
         return String::new();
     };
+    let one_exponent = roofed.iter().all(|(_, r)| r.exponent == first.exponent);
+    let formula = if one_exponent {
+        format!("(T^{e} + M^{e})^(1/{e})", e = first.exponent)
+    } else {
+        "(T^e + M^e)^(1/e)".to_string()
+    };
+    let roofs: Vec<String> = roofed
+        .iter()
+        .map(|(e, r)| {
+            let probes: Vec<String> = e.memory_probes.iter().map(|p| format!("{} s{}", p.mask, p.seqlen)).collect();
+            format!(
+                "head dim {}: {:.2} TB/s{}, {}",
+                e.head_dim,
+                r.bandwidth / 1e6,
+                if one_exponent { String::new() } else { format!(" (e = {})", r.exponent) },
+                if probes.is_empty() {
+                    "no probes recorded".to_string()
+                } else {
+                    let n = probes.len();
+                    format!("fitted on {n} probe{} ({})", if n == 1 { "" } else { "s" }, probes.join(", "))
+                }
+            )
+        })
+        .collect();
+    let without: Vec<String> =
+        costs.entries.iter().filter(|e| e.costs.memory_roof.is_none()).map(|e| e.head_dim.to_string()).collect();
     format!(
-        ", blended with the time the problem's DRAM traffic takes at the calibrated memory roof, (T^{e} + M^{e})^(1/{e}) \
-         (docs/calibration.md, \"Memory roof\"; {})",
+        ", blended with the time the problem's DRAM traffic takes at the calibrated memory roof, {formula} \
+         (docs/calibration.md, \"Memory roof\"; {}{})",
         roofs.join("; "),
-        e = exponent
+        if without.is_empty() { String::new() } else { format!("; no roof at head dim {}", without.join(", ")) }
     )
 }
 
@@ -953,7 +965,11 @@ fn report(
         })?;
         let entry =
             costs.entry(costs_path, *hd, dag_model::default_blocks(*hd).0, dag_model::default_blocks(*hd).1).ok();
-        let calibration = entry.is_some_and(|e| e.calibrated_on.iter().any(|c| &c.mask == mask && c.seqlen == *seqlen));
+        // A shape the memory roof was fitted on is no held-out test of it either.
+        let calibration = entry.is_some_and(|e| {
+            e.calibrated_on.iter().any(|c| &c.mask == mask && c.seqlen == *seqlen)
+                || e.memory_probes.iter().any(|p| &p.mask == mask && p.seqlen == *seqlen)
+        });
         // A row the prediction does not produce (a +split whose split, under these flags, splits nothing) is an
         // error, not a panic.
         let lookup = |map: &BTreeMap<String, f64>, name: &str| {
@@ -1062,9 +1078,27 @@ fn report(
             }
         }
     }
+    let mut probe_sets = Vec::new();
+    for e in &costs.entries {
+        for p in &e.memory_probes {
+            let s = format!("head dim {}, {} mask, seqlen {}", e.head_dim, p.mask, p.seqlen);
+            if !probe_sets.contains(&s) {
+                probe_sets.push(s);
+            }
+        }
+    }
+    let probes = if probe_sets.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " **Memory probes** (traced by `dashc calibrate` for the memory roof alone, not pooled into the phase \
+             costs; a row of the same shape would count as calibration): {}.",
+            probe_sets.join("; ")
+        )
+    };
     let _ = writeln!(
         doc,
-        "**Calibration set** (traced by `dashc calibrate`, with the {} launch, schedules {}): {}. **Held \
+        "**Calibration set** (traced by `dashc calibrate`, with the {} launch, schedules {}): {}.{probes} **Held \
          out**: every other configuration below. The error targets are judged on the held-out rows only.{}\n",
         costs.traced_launch().name(),
         costs
@@ -1295,18 +1329,22 @@ fn report(
         // The chart is one simulation with every phase at its cost; the table's prediction may add the mean over
         // drawn phase durations and the memory roof, which no timeline shows.
         let simulated = predicted.schedules[0].makespan;
-        let table_prediction = match row.map(|r| r.predicted_us) {
-            Some(p) if (p - simulated).abs() > 0.05 => format!(" (the table's prediction, {p:.1} µs, adds {})", {
-                let varied = costs.entries.iter().any(|e| e.costs.variability.is_some());
-                let roofed = costs.entries.iter().any(|e| e.costs.memory_roof.is_some());
-                match (varied, roofed) {
-                    (true, true) => "the phase variability and the memory roof",
-                    (true, false) => "the phase variability",
-                    _ => "the memory roof",
-                }
-            }),
-            _ => String::new(),
-        };
+        let table_prediction = row.map_or(String::new(), |r| {
+            // What each step adds, as the ablation's lines separate them; shown where it moves the printed number.
+            let added: Vec<String> = [
+                (r.without_roof - r.constant, "the drawn phase durations"),
+                (r.predicted_us - r.without_roof, "the memory roof"),
+            ]
+            .into_iter()
+            .filter(|(d, _)| d.abs() >= 0.05)
+            .map(|(d, what)| format!("{d:+.1} µs for {what}"))
+            .collect();
+            if added.is_empty() {
+                String::new()
+            } else {
+                format!(" (the table's prediction, {:.1} µs: {})", r.predicted_us, added.join(", "))
+            }
+        });
         let _ = writeln!(
             doc,
             "### {} mask, head dim {}, seqlen {} (batch {} x {} heads), {}\n\n![gantt]({name})\n\nTop: measured \

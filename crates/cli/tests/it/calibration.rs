@@ -249,11 +249,23 @@ fn validate_blends_the_memory_roof_into_its_predictions() {
     let (with, text) = predicted(roofed.to_str().unwrap());
     assert!((with / (without * 2f64.cbrt()) - 1.0).abs() < 2e-3, "{without} -> {with}");
     assert!(text.contains("Memory roof") && text.contains("(T^3 + M^3)^(1/3)"), "{text}");
+    assert!(text.contains("no probes recorded") && !text.contains("**Memory probes**"), "{text}");
+    assert!(text.contains("| full hd128 s512 (32x16) | shift | held out |"), "{text}");
     // The ablation's last step is the roof, and the step before it is the model without one.
     assert!(
         text.contains("| + the memory roof: blended with the time the DRAM traffic takes (the calibrated model) |"),
         "{text}"
     );
+    // A row of a memory probe's shape is no held-out test of the roof fitted on it: it counts as calibration.
+    for e in file["entries"].as_array_mut().unwrap() {
+        e["memory_probes"] = serde_json::json!([{"mask": "full", "batch": 32, "heads": 16, "seqlen": 512,
+            "schedule": "shift", "launch": "persistent", "dram_bytes": bytes, "simulated_us": without,
+            "trace_makespan_us": without * 1.3}]);
+    }
+    std::fs::write(&roofed, file.to_string()).unwrap();
+    let (_, text) = predicted(roofed.to_str().unwrap());
+    assert!(text.contains("| full hd128 s512 (32x16) | shift | calibration |"), "{text}");
+    assert!(text.contains("**Memory probes**") && text.contains("fitted on 1 probe (full s512)"), "{text}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
