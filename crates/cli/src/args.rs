@@ -672,10 +672,12 @@ pub struct CalibrateArgs {
     /// as `run` and `bench` launch it). In-order costs predicted the persistent runs better (docs/calibration.md)
     #[arg(long, value_enum, default_value = "in-order", value_name = "LAUNCH")]
     pub launch: LaunchArg,
-    /// Memory probes: sequence lengths (comma-separated; batch = --tokens / seqlen, rounded down) traced with
-    /// the launch `run` and `bench` use, one built-in schedule per mask, where DRAM traffic may set the pace. The
-    /// memory roof fitted on them joins every prediction (docs/calibration.md, "Memory roof"); keep them outside
-    /// the shapes you validate on. "none": no probes, no roof
+    /// Memory probes: sequence lengths (comma-separated; batch = --tokens / seqlen, rounded down; multiples of
+    /// twice the KV tile, for the causal probe's symmetric-shift) traced with the launch `run` and `bench` use, one
+    /// built-in schedule per mask, where DRAM traffic may set the pace. The memory roof fitted on them joins the
+    /// predictions `run`, `bench` and `validate` compare with the GPU (docs/calibration.md, "Memory roof"), and
+    /// `validate` counts a row of a probe's shape as calibration: keep them outside the shapes you validate on.
+    /// "none": no probes, no roof
     #[arg(long, default_value = "256,768", value_name = "LIST")]
     pub memory_probes: String,
     /// Output cost file
