@@ -242,12 +242,16 @@ impl Setup {
     /// where the costs have one. The simulation was checked already, so the varied runs cannot fail; were one to,
     /// the constant-phase makespan stands.
     pub fn predicted(&self, e: &schedulers::Evaluation) -> f64 {
-        let simulated = if self.costs.variability.is_some() && self.costs.decoupled() {
+        self.costs.with_memory_roof(self.simulated_prediction(e), e.schedule.problem())
+    }
+
+    /// The simulator's part of [`Setup::predicted`], before the memory roof (`schedulers::simulated_prediction`).
+    pub fn simulated_prediction(&self, e: &schedulers::Evaluation) -> f64 {
+        if self.costs.variability.is_some() && self.costs.decoupled() {
             schedulers::simulated_prediction(&e.schedule, &self.costs).unwrap_or(e.makespan())
         } else {
             e.makespan()
-        };
-        self.costs.with_memory_roof(simulated, e.schedule.problem())
+        }
     }
 
     /// A refusal's text (the search's list of built-ins keeps them as text) in the terms of `--ideal`'s flags.

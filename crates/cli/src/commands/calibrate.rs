@@ -130,26 +130,17 @@ fn probe_seqlens(args: &CalibrateArgs) -> Result<Vec<u32>> {
     Ok(seqlens)
 }
 
-/// The launch the memory probes run with: the one `run` and `bench` use for this main loop, since the roof
-/// fitted on them joins those predictions.
-fn probe_launch(main_loop: MainLoop) -> schedulers::LaunchPolicy {
-    main_loop.default_launch()
-}
-
 /// Every memory probe: for each head dim and mask of the calibration and each probe length, the built-in
-/// schedule of that mask (symmetric-shift at causal masks, shift at full ones) under `launch`.
-fn probe_jobs(
-    plan: &Plan,
-    seqlens: &[u32],
-    launch: schedulers::LaunchPolicy,
-) -> Result<Vec<(crate::sweep::Config, schedulers::Schedule)>> {
+/// schedule of that mask (symmetric-shift at causal masks, shift at full ones). Checked here, before the GPU is
+/// looked for; built by [`probe_jobs`] once the launch is known.
+fn probe_configs(plan: &Plan, seqlens: &[u32]) -> Result<Vec<(crate::sweep::Config, schedulers::ScheduleKind)>> {
     let mut kinds: Vec<(crate::args::MaskArg, u32)> = Vec::new();
     for c in &plan.configs {
         if !kinds.contains(&(c.mask, c.head_dim)) {
             kinds.push((c.mask, c.head_dim));
         }
     }
-    let mut jobs = Vec::new();
+    let mut probes = Vec::new();
     for (mask, head_dim) in kinds {
         for &seqlen in seqlens {
             let c = crate::sweep::Config {
@@ -173,11 +164,24 @@ fn probe_jobs(
                     2 * block_n
                 )));
             }
-            let machine = schedulers::Machine { launch, ..setup.machine };
-            let schedule =
-                kind.build(setup.problem, setup.mask.clone(), setup.tile_mask.clone(), machine, &setup.costs)?;
-            jobs.push((c, schedule));
+            probes.push((c, kind));
         }
+    }
+    Ok(probes)
+}
+
+/// The memory probes' schedules, with the launch `run` and `bench` use for `main_loop`: the roof fitted on them
+/// joins those predictions.
+fn probe_jobs(
+    plan: &Plan,
+    probes: &[(crate::sweep::Config, schedulers::ScheduleKind)],
+    main_loop: MainLoop,
+) -> Result<Vec<(crate::sweep::Config, schedulers::Schedule)>> {
+    let mut jobs = Vec::new();
+    for &(c, kind) in probes {
+        let setup = plan.setup(&c)?;
+        let machine = schedulers::Machine { launch: main_loop.default_launch(), ..setup.machine };
+        jobs.push((c, kind.build(setup.problem, setup.mask.clone(), setup.tile_mask.clone(), machine, &setup.costs)?));
     }
     Ok(jobs)
 }
@@ -196,9 +200,7 @@ fn check_launch(args: &CalibrateArgs, main_loop: MainLoop) -> Result<()> {
 pub fn run(args: CalibrateArgs) -> Result<()> {
     let plan = plan(&args)?;
     let jobs = jobs(&plan)?;
-    let probe_seqlens = probe_seqlens(&args)?;
-    // Bad probe lengths fail before the GPU is looked for; the launch (which the GPU decides) changes nothing here.
-    probe_jobs(&plan, &probe_seqlens, schedulers::LaunchPolicy::InOrder)?;
+    let probe_configs = probe_configs(&plan, &probe_seqlens(&args)?)?;
     crate::output::check_writable(&args.out)?;
     if let Some(dir) = &args.keep_traces {
         std::fs::create_dir_all(dir).map_err(|e| bad_input(format!("cannot create {}: {e}", dir.display())))?;
@@ -212,7 +214,7 @@ pub fn run(args: CalibrateArgs) -> Result<()> {
             if !dir.is_dir() {
                 return Err(bad_input(format!("--from-traces: {} is not a folder", dir.display())));
             }
-            let probes = probe_jobs(&plan, &probe_seqlens, probe_launch(arch.main_loop()))?;
+            let probes = probe_jobs(&plan, &probe_configs, arch.main_loop())?;
             let wanted = jobs.len() + probes.len();
             let missing: Vec<String> = jobs
                 .iter()
@@ -256,7 +258,7 @@ pub fn run(args: CalibrateArgs) -> Result<()> {
             let device = probe_device()?;
             let target = Target::for_device(args.gpu.arch, &device)?;
             check_launch(&args, target.main_loop)?;
-            let probes = probe_jobs(&plan, &probe_seqlens, probe_launch(target.main_loop))?;
+            let probes = probe_jobs(&plan, &probe_configs, target.main_loop)?;
             for (_, schedule) in &probes {
                 crate::gpu::check_kernel_support(schedule.problem(), schedule.mask(), true)?;
             }
@@ -464,7 +466,8 @@ fn roof_summary(file: &CostsFile) -> String {
         let kernel = format!("hd{} {}x{}", e.head_dim, e.block_m, e.block_n);
         for p in &e.memory_probes {
             let predicted = e.costs.memory_roof.map(|r| r.blend(p.simulated_us, p.dram_bytes));
-            let error = |t: f64| format!("{:+.1}%", (t / p.trace_makespan_us - 1.0) * 100.0);
+            // Without a roof, the simulation's own error.
+            let error = (predicted.unwrap_or(p.simulated_us) / p.trace_makespan_us - 1.0) * 100.0;
             rows.push(vec![
                 kernel.clone(),
                 format!("{} s{} ({}x{}), {}, {}", p.mask, p.seqlen, p.batch, p.heads, p.schedule, p.launch.name()),
@@ -472,7 +475,7 @@ fn roof_summary(file: &CostsFile) -> String {
                 format!("{:.1}", p.simulated_us),
                 predicted.map_or("-".into(), |t| format!("{t:.1}")),
                 format!("{:.1}", p.trace_makespan_us),
-                error(predicted.unwrap_or(p.simulated_us)),
+                format!("{error:+.1}%"),
             ]);
         }
         verdicts.push(match e.costs.memory_roof {
@@ -672,7 +675,7 @@ mod tests {
         let plan = plan(&args).unwrap();
         let seqlens = probe_seqlens(&args).unwrap();
         assert_eq!(seqlens, [256, 768], "sorted, without repeats");
-        let probes = probe_jobs(&plan, &seqlens, probe_launch(MainLoop::Sm90)).unwrap();
+        let probes = probe_jobs(&plan, &probe_configs(&plan, &seqlens).unwrap(), MainLoop::Sm90).unwrap();
         assert_eq!(probes.len(), 4, "two masks x two lengths at one head dim");
         for (c, schedule) in jobs(&plan).unwrap().iter().chain(&probes) {
             let is_probe = c.seqlen != 1024;

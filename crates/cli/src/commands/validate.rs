@@ -910,7 +910,10 @@ fn report(
     for ((mask, hd, seqlen), ms) in &groups {
         let names: Vec<&str> = ms.iter().map(|r| r.schedule.as_str()).collect();
         let (heads, batch) = (ms[0].heads, ms[0].batch);
-        let predict = |costs: &CostArgs, tweak: &dyn Fn(CostModel) -> CostModel| -> Result<BTreeMap<String, f64>> {
+        // Each schedule's prediction before and after the memory roof (equal where the costs have none): the roof
+        // is a function of the first, so one simulation pass gives both.
+        type Predictions = BTreeMap<String, (f64, f64)>;
+        let predict = |costs: &CostArgs, tweak: &dyn Fn(CostModel) -> CostModel| -> Result<Predictions> {
             let shape = shape_for(
                 costs,
                 Shape { mask: mask_arg(mask)?, head_dim: *hd, heads, seqlen: *seqlen, batch },
@@ -927,7 +930,13 @@ fn report(
             )?;
             let mut setup = Setup::from_args(&shape)?;
             setup.costs = tweak(setup.costs);
-            let out = setup.evaluate_each(false, |e| (e.schedule.name().to_string(), setup.predicted(&e)))?;
+            let out = setup.evaluate_each(false, |e| {
+                let simulated = setup.simulated_prediction(&e);
+                (
+                    e.schedule.name().to_string(),
+                    (simulated, setup.costs.with_memory_roof(simulated, e.schedule.problem())),
+                )
+            })?;
             Ok(out.into_iter().filter_map(|o| if let Outcome::Done(x) = o { Some(x) } else { None }).collect())
         };
         let calibrated = predict(&args.configs.costs, &|c| c)?;
@@ -935,16 +944,10 @@ fn report(
         // The simpler models take every phase at its cost (no variability); without variability that is the
         // calibrated prediction itself.
         let varied = costs.entries.iter().any(|e| e.costs.variability.is_some());
-        let roofed = costs.entries.iter().any(|e| e.costs.memory_roof.is_some());
-        let without_roof = if roofed {
-            predict(&args.configs.costs, &|c| CostModel { memory_roof: None, ..c })?
-        } else {
-            calibrated.clone()
-        };
         let constant = if varied {
             predict(&args.configs.costs, &|c| CostModel { variability: None, memory_roof: None, ..c })?
         } else {
-            without_roof.clone()
+            calibrated.clone()
         };
         let without_kernel_terms = predict(&args.configs.costs, &|c| CostModel {
             poll: 0.0,
@@ -972,7 +975,7 @@ fn report(
         });
         // A row the prediction does not produce (a +split whose split, under these flags, splits nothing) is an
         // error, not a panic.
-        let lookup = |map: &BTreeMap<String, f64>, name: &str| {
+        let lookup = |map: &Predictions, name: &str| {
             map.get(name).copied().ok_or_else(|| {
                 bad_input(format!(
                     "validation raw file: schedule {name} ({mask} hd{hd} s{seqlen}) is not among the schedules these \
@@ -989,13 +992,14 @@ fn report(
                 calibration,
                 measured_us: r.main_ms.unwrap_or(f64::NAN) * 1000.0,
                 measured_rounds: r.main_ms_rounds.iter().map(|m| m.map(|ms| ms * 1000.0)).collect(),
-                predicted_us: lookup(&calibrated, &r.schedule)?,
+                predicted_us: lookup(&calibrated, &r.schedule)?.1,
                 clocks: r.sm_mhz.zip(r.clock_limited_share),
-                ideal: lookup(&ideal, &r.schedule)?,
-                constant: lookup(&constant, &r.schedule)?,
-                without_roof: lookup(&without_roof, &r.schedule)?,
-                without_kernel_terms: lookup(&without_kernel_terms, &r.schedule)?,
-                free_handoffs: lookup(&free_handoffs, &r.schedule)?,
+                // The simpler models have no roof: their first figure is their prediction.
+                ideal: lookup(&ideal, &r.schedule)?.0,
+                constant: lookup(&constant, &r.schedule)?.0,
+                without_roof: lookup(&calibrated, &r.schedule)?.0,
+                without_kernel_terms: lookup(&without_kernel_terms, &r.schedule)?.0,
+                free_handoffs: lookup(&free_handoffs, &r.schedule)?.0,
             });
         }
     }
@@ -1069,24 +1073,21 @@ fn report(
         roof_description(costs)
     );
     // Calibration and held-out sets.
-    let mut calib_sets = Vec::new();
-    for e in &costs.entries {
-        for c in &e.calibrated_on {
-            let s = format!("head dim {}, {} mask, seqlen {}", e.head_dim, c.mask, c.seqlen);
-            if !calib_sets.contains(&s) {
-                calib_sets.push(s);
+    // Each (head dim, mask, seqlen) once, in the file's order.
+    let shape_list = |shapes: &dyn Fn(&crate::costs_file::CostsEntry) -> Vec<(String, u32)>| {
+        let mut list: Vec<String> = Vec::new();
+        for e in &costs.entries {
+            for (mask, seqlen) in shapes(e) {
+                let s = format!("head dim {}, {mask} mask, seqlen {seqlen}", e.head_dim);
+                if !list.contains(&s) {
+                    list.push(s);
+                }
             }
         }
-    }
-    let mut probe_sets = Vec::new();
-    for e in &costs.entries {
-        for p in &e.memory_probes {
-            let s = format!("head dim {}, {} mask, seqlen {}", e.head_dim, p.mask, p.seqlen);
-            if !probe_sets.contains(&s) {
-                probe_sets.push(s);
-            }
-        }
-    }
+        list
+    };
+    let calib_sets = shape_list(&|e| e.calibrated_on.iter().map(|c| (c.mask.clone(), c.seqlen)).collect());
+    let probe_sets = shape_list(&|e| e.memory_probes.iter().map(|p| (p.mask.clone(), p.seqlen)).collect());
     let probes = if probe_sets.is_empty() {
         String::new()
     } else {

@@ -10,6 +10,23 @@ fn temp_dir(name: &str) -> PathBuf {
     dir
 }
 
+/// `dashc validate --costs COSTS --from-raw RAW --doc DOC`, which must succeed; the report's text.
+fn validate_report(costs: &str, raw: &std::path::Path, doc: &std::path::Path) -> String {
+    let out =
+        dashc(&["validate", "--costs", costs, "--from-raw", raw.to_str().unwrap(), "--doc", doc.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    std::fs::read_to_string(doc).unwrap()
+}
+
+/// A validation raw file of an H200 run holding `rows` and no Gantt traces.
+fn h200_raw(rows: serde_json::Value) -> serde_json::Value {
+    serde_json::json!({
+        "format": "dashc-validation-raw", "schema_version": 1, "command": "test", "tool": "dashc", "date": "d",
+        "commit": "c", "device": "NVIDIA H200", "compute_cap": "9.0", "driver": "x", "arch": "sm_90a",
+        "rows": rows, "gantt": []
+    })
+}
+
 #[test]
 fn calibrated_costs_predict_microseconds_and_tflops() {
     let costs = fixture();
@@ -125,26 +142,12 @@ fn validate_says_how_far_the_model_put_the_measured_fastest_from_its_pick() {
             "schedule": schedule, "status": "ok", "main_ms": ms, "total_ms": ms + 0.2})
     };
     // Measured, naive is 10% faster than shift, which the model picks.
-    let raw = serde_json::json!({
-        "format": "dashc-validation-raw", "schema_version": 1, "command": "test", "tool": "dashc", "date": "d",
-        "commit": "c", "device": "NVIDIA H200", "compute_cap": "9.0", "driver": "x", "arch": "sm_90a",
-        "rows": [row("naive", 5.0), row("shift", 5.5)], "gantt": []
-    });
+    let raw = h200_raw(serde_json::json!([row("naive", 5.0), row("shift", 5.5)]));
     let raw_path = dir.join("raw.json");
     std::fs::write(&raw_path, raw.to_string()).unwrap();
     let doc = dir.join("validation.md");
     let costs = fixture();
-    let out = dashc(&[
-        "validate",
-        "--costs",
-        &costs,
-        "--from-raw",
-        raw_path.to_str().unwrap(),
-        "--doc",
-        doc.to_str().unwrap(),
-    ]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let text = std::fs::read_to_string(&doc).unwrap();
+    let text = validate_report(&costs, &raw_path, &doc);
     // The predictions, from the report's last table.
     let predicted = |schedule: &str| -> f64 {
         let line = text
@@ -167,17 +170,12 @@ fn validate_says_how_far_the_model_put_the_measured_fastest_from_its_pick() {
 #[test]
 fn validate_rewrites_its_report_from_raw_measurements_and_refuses_another_gpu() {
     let dir = temp_dir("validate");
-    let raw = serde_json::json!({
-        "format": "dashc-validation-raw", "schema_version": 1, "command": "test", "tool": "dashc", "date": "d",
-        "commit": "c", "device": "NVIDIA H200", "compute_cap": "9.0", "driver": "x", "arch": "sm_90a",
-        "rows": [
-            {"mask": "full", "head_dim": 128, "heads": 16, "seqlen": 4096, "batch": 4, "schedule": "naive",
-             "status": "ok", "main_ms": 6.3, "total_ms": 6.5},
-            {"mask": "full", "head_dim": 128, "heads": 16, "seqlen": 4096, "batch": 4, "schedule": "shift",
-             "status": "ok", "main_ms": 5.5, "total_ms": 5.7}
-        ],
-        "gantt": []
-    });
+    let raw = h200_raw(serde_json::json!([
+        {"mask": "full", "head_dim": 128, "heads": 16, "seqlen": 4096, "batch": 4, "schedule": "naive",
+         "status": "ok", "main_ms": 6.3, "total_ms": 6.5},
+        {"mask": "full", "head_dim": 128, "heads": 16, "seqlen": 4096, "batch": 4, "schedule": "shift",
+         "status": "ok", "main_ms": 5.5, "total_ms": 5.7}
+    ]));
     let raw_path = dir.join("raw.json");
     std::fs::write(&raw_path, raw.to_string()).unwrap();
     let doc = dir.join("validation.md");
@@ -207,30 +205,15 @@ fn validate_blends_the_memory_roof_into_its_predictions() {
     // The fixture's costs with a memory roof slow enough to matter at 512 tokens: the predicted column grows by the
     // blend, and the report says how it was made.
     let dir = temp_dir("validate-roof");
-    let raw = serde_json::json!({
-        "format": "dashc-validation-raw", "schema_version": 1, "command": "test", "tool": "dashc", "date": "d",
-        "commit": "c", "device": "NVIDIA H200", "compute_cap": "9.0", "driver": "x", "arch": "sm_90a",
-        "rows": [
-            {"mask": "full", "head_dim": 128, "heads": 16, "seqlen": 512, "batch": 32, "schedule": "shift",
-             "status": "ok", "main_ms": 0.4, "total_ms": 0.5}
-        ],
-        "gantt": []
-    });
+    let raw = h200_raw(serde_json::json!([
+        {"mask": "full", "head_dim": 128, "heads": 16, "seqlen": 512, "batch": 32, "schedule": "shift",
+         "status": "ok", "main_ms": 0.4, "total_ms": 0.5}
+    ]));
     let raw_path = dir.join("raw.json");
     std::fs::write(&raw_path, raw.to_string()).unwrap();
     let predicted = |costs: &str| -> (f64, String) {
         let doc = dir.join("validation.md");
-        let out = dashc(&[
-            "validate",
-            "--costs",
-            costs,
-            "--from-raw",
-            raw_path.to_str().unwrap(),
-            "--doc",
-            doc.to_str().unwrap(),
-        ]);
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        let text = std::fs::read_to_string(&doc).unwrap();
+        let text = validate_report(costs, &raw_path, &doc);
         let row =
             text.lines().find(|l| l.starts_with("| full hd128 s512 (32x16) | shift |")).expect("the row").to_string();
         (row.split('|').nth(5).unwrap().trim().parse().unwrap(), text)
@@ -273,15 +256,11 @@ fn validate_blends_the_memory_roof_into_its_predictions() {
 fn validate_predicts_with_the_launch_its_measurements_ran_with() {
     let dir = temp_dir("validate-launch");
     let raw_with = |launch: Option<&str>, command: &str| {
-        let mut raw = serde_json::json!({
-            "format": "dashc-validation-raw", "schema_version": 1, "command": command, "tool": "dashc", "date": "d",
-            "commit": "c", "device": "NVIDIA H200", "compute_cap": "9.0", "driver": "x", "arch": "sm_90a",
-            "rows": [
-                {"mask": "causal", "head_dim": 128, "heads": 16, "seqlen": 4096, "batch": 4, "schedule": "descending",
-                 "status": "ok", "main_ms": 3.0, "total_ms": 3.2}
-            ],
-            "gantt": []
-        });
+        let mut raw = h200_raw(serde_json::json!([
+            {"mask": "causal", "head_dim": 128, "heads": 16, "seqlen": 4096, "batch": 4, "schedule": "descending",
+             "status": "ok", "main_ms": 3.0, "total_ms": 3.2}
+        ]));
+        raw["command"] = serde_json::json!(command);
         if let Some(l) = launch {
             raw["launch"] = serde_json::json!(l);
         }
